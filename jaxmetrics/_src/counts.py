@@ -68,7 +68,8 @@ def confusion_counts(
       `Counts` with fields of shape ``[*batch, *t]``.
 
     >>> import jaxmetrics as jm
-    >>> c = jm.confusion_counts([0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1], [1, 1, 0, 1, 0, 1, 0, 0], 0.5)
+    >>> scores = [0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1]  # seed 000's eight examples
+    >>> c = jm.confusion_counts(scores, [1, 1, 0, 1, 0, 1, 0, 0], 0.5)
     >>> [int(x) for x in c]
     [3, 1, 1, 3]
     """
@@ -149,7 +150,9 @@ def precision(counts: Counts, *, zero_division: float = math.nan, average: str |
     """
     return _rate(
         lambda c, z: safe_divide(c.tp, c.tp + c.fp, z),
-        counts, zero_division=zero_division, average=average,
+        counts,
+        zero_division=zero_division,
+        average=average,
     )
 
 
@@ -157,7 +160,9 @@ def recall(counts: Counts, *, zero_division: float = math.nan, average: str | No
     """Recall (sensitivity, TPR) TP / (TP + FN). Matches `sklearn.metrics.recall_score`."""
     return _rate(
         lambda c, z: safe_divide(c.tp, c.tp + c.fn, z),
-        counts, zero_division=zero_division, average=average,
+        counts,
+        zero_division=zero_division,
+        average=average,
     )
 
 
@@ -165,7 +170,9 @@ def specificity(counts: Counts, *, zero_division: float = math.nan, average: str
     """Specificity (TNR) TN / (TN + FP); sklearn's `recall_score` with `pos_label=0`."""
     return _rate(
         lambda c, z: safe_divide(c.tn, c.tn + c.fp, z),
-        counts, zero_division=zero_division, average=average,
+        counts,
+        zero_division=zero_division,
+        average=average,
     )
 
 
@@ -175,7 +182,9 @@ def false_positive_rate(
     """False positive rate FP / (FP + TN) = 1 - specificity."""
     return _rate(
         lambda c, z: safe_divide(c.fp, c.fp + c.tn, z),
-        counts, zero_division=zero_division, average=average,
+        counts,
+        zero_division=zero_division,
+        average=average,
     )
 
 
@@ -188,7 +197,9 @@ def accuracy(counts: Counts, *, zero_division: float = math.nan, average: str | 
     """
     return _rate(
         lambda c, z: safe_divide(c.tp + c.tn, c.tp + c.fp + c.fn + c.tn, z),
-        counts, zero_division=zero_division, average=average,
+        counts,
+        zero_division=zero_division,
+        average=average,
     )
 
 
@@ -201,7 +212,9 @@ def balanced_accuracy(
     """
     return _rate(
         lambda c, z: (safe_divide(c.tp, c.tp + c.fn, z) + safe_divide(c.tn, c.tn + c.fp, z)) / 2,
-        counts, zero_division=zero_division, average=average,
+        counts,
+        zero_division=zero_division,
+        average=average,
     )
 
 

@@ -87,7 +87,9 @@ def _point_below(ranked: sorting.Ranked, tallies: sorting.Tallies, groups: _Grou
     has_weight = (tallies.nonzero[1:] - tallies.nonzero[:-1]) > 0
     last_weighted = jax.lax.cummax(jnp.where(has_weight, position, -1))
     # the last weighted position strictly below the group start, and the start of its group
-    below = jnp.where(ranked.group_start > 0, last_weighted[jnp.maximum(ranked.group_start - 1, 0)], -1)
+    below = jnp.where(
+        ranked.group_start > 0, last_weighted[jnp.maximum(ranked.group_start - 1, 0)], -1
+    )
     start_below = ranked.group_start[jnp.maximum(below, 0)]
     return (
         below >= 0,

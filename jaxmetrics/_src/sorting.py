@@ -26,26 +26,69 @@ import numpy as np
 Array = jax.Array
 
 
-def _host_argsort(scores: np.ndarray) -> np.ndarray:
-    # numpy's introsort is 3-5x faster than XLA's CPU sort with a payload; tie order is irrelevant
-    # because ties are grouped explicitly below.
-    return np.argsort(scores, axis=-1).astype(np.int32)
+def _host_sort(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(ascending permutation, a sort key in that order whose equality is the scores' equality).
+
+    float32 scores are sorted as packed uint64 words, (monotone image of the float) << 32 | index:
+    numpy's vectorised sort of plain integers is about twice as fast as its argsort at 10^7, and
+    the sorted keys come out of the same words without a gather. Tie order is irrelevant: ties
+    are grouped afterwards.
+    """
+    if scores.dtype != np.float32:
+        order = np.argsort(scores, axis=-1)
+        return order, np.take_along_axis(scores, order, axis=-1)
+    bits = scores.view(np.uint32)
+    # flip negatives entirely and set the sign bit of positives: unsigned order == float order
+    key = np.where(bits >> np.uint32(31), ~bits, bits | np.uint32(0x80000000))
+    packed = (key.astype(np.uint64) << np.uint64(32)) | np.arange(scores.shape[-1], dtype=np.uint64)
+    packed.sort(axis=-1)
+    return packed & np.uint64(0xFFFFFFFF), packed >> np.uint64(32)
 
 
-def argsort(scores: Array) -> Array:
-    """Permutation sorting `scores` ascending along the last axis (int32).
+def _host_rank(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """numpy twin of `_device_rank`: several times faster on CPU than XLA's sort with a payload."""
+    # The callback receives jax Arrays; np.argsort on one would dispatch back to XLA's sort.
+    order, ordered = _host_sort(np.asarray(scores))
+    n = order.shape[-1]
+    position = np.arange(n, dtype=np.int32)
+    differs = ordered[..., 1:] != ordered[..., :-1]
+    edge = np.ones(order.shape[:-1] + (1,), bool)
+    group_start = np.maximum.accumulate(
+        np.where(np.concatenate([edge, differs], axis=-1), position, 0), axis=-1
+    )
+    stop = np.where(np.concatenate([differs, edge], axis=-1), position + 1, n)
+    group_stop = np.flip(np.minimum.accumulate(np.flip(stop, -1), axis=-1), -1)
+    return order.astype(np.int32), group_start.astype(np.int32), group_stop.astype(np.int32)
 
-    On CPU the sort is a host callback to numpy; on GPU/TPU it is XLA's own sort.
+
+def _device_rank(scores: Array) -> tuple[Array, Array, Array]:
+    order = jnp.argsort(scores, axis=-1).astype(jnp.int32)
+    ordered = jnp.take_along_axis(scores, order, axis=-1)
+    n = scores.shape[-1]
+    position = jnp.arange(n, dtype=jnp.int32)
+    differs = ordered[..., 1:] != ordered[..., :-1]
+    edge = jnp.ones(scores.shape[:-1] + (1,), bool)
+    is_start = jnp.concatenate([edge, differs], axis=-1)
+    is_end = jnp.concatenate([differs, edge], axis=-1)
+    group_start = jax.lax.cummax(jnp.where(is_start, position, 0), axis=scores.ndim - 1)
+    group_stop = jax.lax.cummin(
+        jnp.where(is_end, position + 1, n), axis=scores.ndim - 1, reverse=True
+    )
+    return order, group_start, group_stop
+
+
+def _rank_indices(scores: Array) -> tuple[Array, Array, Array]:
+    """(order, group_start, group_stop) of `scores` along the last axis, all int32.
+
+    On CPU a host callback to numpy (its sort and running max are several times faster than
+    XLA's there); on GPU/TPU XLA's own sort. Both give the same groups; tie order may differ.
     """
 
-    def on_cpu(values: Array) -> Array:
-        result = jax.ShapeDtypeStruct(values.shape, jnp.int32)
-        return jax.pure_callback(_host_argsort, result, values, vmap_method="expand_dims")
+    def on_cpu(values: Array) -> tuple[Array, Array, Array]:
+        result = (jax.ShapeDtypeStruct(values.shape, jnp.int32),) * 3
+        return jax.pure_callback(_host_rank, result, values, vmap_method="expand_dims")
 
-    def elsewhere(values: Array) -> Array:
-        return jnp.argsort(values, axis=-1).astype(jnp.int32)
-
-    return jax.lax.platform_dependent(scores, cpu=on_cpu, default=elsewhere)
+    return jax.lax.platform_dependent(scores, cpu=on_cpu, default=_device_rank)
 
 
 class Ranked(NamedTuple):
@@ -65,16 +108,8 @@ def rank(scores: Array) -> Ranked:
     """Sort a 1-D score vector once and find its tie groups."""
     # -0.0 and +0.0 compare equal and must land in one tie group.
     scores = jnp.where(scores == 0, jnp.zeros_like(scores), scores)
-    order = argsort(scores)
-    ordered = scores[order]
-    n = ordered.shape[0]
-    position = jnp.arange(n, dtype=jnp.int32)
-    differs = ordered[1:] != ordered[:-1]
-    is_start = jnp.concatenate([jnp.ones(1, bool), differs])
-    is_end = jnp.concatenate([differs, jnp.ones(1, bool)])
-    group_start = jax.lax.cummax(jnp.where(is_start, position, 0))
-    group_stop = jax.lax.cummin(jnp.where(is_end, position + 1, n), reverse=True)
-    return Ranked(ordered, order, group_start, group_stop)
+    order, group_start, group_stop = _rank_indices(scores)
+    return Ranked(scores[order], order, group_start, group_stop)
 
 
 def count_dtype(weights: Array | None):
@@ -114,9 +149,10 @@ def tally(ranked: Ranked, labels: Array, weights: Array | None) -> Tallies:
     dtype = count_dtype(weights)
     labels = labels[ranked.order].astype(dtype)
     if weights is None:
-        weights = jnp.ones_like(labels)
-    else:
-        weights = weights[ranked.order].astype(dtype)
+        positive = _exclusive_cumsum(labels)
+        everyone = jnp.arange(labels.shape[0] + 1, dtype=dtype)
+        return Tallies(positive, everyone - positive, everyone)
+    weights = weights[ranked.order].astype(dtype)
     positive = weights * labels
     return Tallies(
         _exclusive_cumsum(positive),

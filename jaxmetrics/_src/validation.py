@@ -33,7 +33,7 @@ def _where(bad: np.ndarray) -> str:
 
 
 def float_dtype(*dtypes: Any) -> Any:
-    """The float type results are computed in: float32, or float64 when x64 is on and one came in."""
+    """Float type of results: float32, or float64 when x64 is on and a float64 came in."""
     if any(jnp.dtype(d) == jnp.float64 for d in dtypes) and jax.config.jax_enable_x64:
         return jnp.float64
     return jnp.float32
@@ -47,14 +47,16 @@ def as_real_array(value: Any, name: str, *, min_ndim: int = 1) -> Array:
         try:
             value = np.asarray(value)
         except (TypeError, ValueError) as error:
-            raise TypeError(f"`{name}` must be an array of numbers; got {type(value).__name__}.") from (
-                error
-            )
-    dtype = np.dtype(value.dtype)
-    if dtype.kind not in "biuf":
-        raise TypeError(
-            f"`{name}` must hold real numbers (bool, int or float); got dtype {dtype}."
-        )
+            raise TypeError(
+                f"`{name}` must be an array of numbers; got {type(value).__name__}."
+            ) from (error)
+    dtype = value.dtype
+    if not (
+        jnp.issubdtype(dtype, jnp.floating)
+        or jnp.issubdtype(dtype, jnp.integer)
+        or jnp.issubdtype(dtype, jnp.bool_)
+    ):
+        raise TypeError(f"`{name}` must hold real numbers (bool, int or float); got dtype {dtype}.")
     if value.ndim < min_ndim:
         raise ValueError(
             f"`{name}` must have at least {min_ndim} dimension(s) (samples on the last axis); "
@@ -64,15 +66,17 @@ def as_real_array(value: Any, name: str, *, min_ndim: int = 1) -> Array:
 
 
 def as_scores(scores: Any, name: str = "scores") -> Array:
-    """Scores as a float array (float32 unless x64 float64 came in); bf16/f16 are widened exactly."""
+    """Scores as a float array (float32 unless float64 under x64); bf16/f16 widen exactly."""
     scores = as_real_array(scores, name)
     if scores.shape[-1] == 0:
-        raise ValueError(f"`{name}` is empty: at least one sample is needed; got shape {scores.shape}.")
+        raise ValueError(
+            f"`{name}` is empty: at least one sample is needed; got shape {scores.shape}."
+        )
     return scores.astype(float_dtype(scores.dtype))
 
 
 def sample_axis_shapes(named: Sequence[tuple[str, Array | None]]) -> tuple[int, ...]:
-    """Check that arrays share the last (sample) axis and broadcast on the rest; return batch shape."""
+    """Check arrays share the last (sample) axis and broadcast on the rest; return batch shape."""
     present = [(name, a) for name, a in named if a is not None]
     first_name, first = present[0]
     for name, array in present[1:]:
@@ -85,9 +89,7 @@ def sample_axis_shapes(named: Sequence[tuple[str, Array | None]]) -> tuple[int, 
         return tuple(np.broadcast_shapes(*(a.shape[:-1] for _, a in present)))
     except ValueError:
         shapes = ", ".join(f"`{name}` {tuple(a.shape)}" for name, a in present)
-        raise ValueError(
-            f"batch axes (all but the last) must broadcast; got {shapes}."
-        ) from None
+        raise ValueError(f"batch axes (all but the last) must broadcast; got {shapes}.") from None
 
 
 def check_finite(values: Array, name: str) -> Array:
@@ -111,7 +113,7 @@ def check_binary_labels(labels: Array, name: str = "labels") -> Array:
             found = host[tuple(np.argwhere(bad)[0])]
             raise ValueError(
                 f"`{name}` must contain only 0 and 1 (1 is the positive class) in a binary "
-                f"problem; found {found!r} at {_where(bad)}."
+                f"problem; found {found.item()!r} at {_where(bad)}."
             )
         return jnp.zeros(labels.shape[:-1], bool)
     return jnp.any((labels != 0) & (labels != 1), axis=-1)
@@ -125,7 +127,7 @@ def check_weights(weights: Array, name: str = "sample_weight") -> Array:
         bad = host < 0
         if bad.any():
             raise ValueError(
-                f"`{name}` must be non-negative; found {host[tuple(np.argwhere(bad)[0])]!r} "
+                f"`{name}` must be non-negative; found {host[tuple(np.argwhere(bad)[0])].item()!r} "
                 f"at {_where(bad)}."
             )
         return invalid
@@ -168,7 +170,9 @@ def map_batch(kernel: Callable[..., Any], *arrays: Array | None) -> Any:
         for a in arrays
     )
     in_axes = tuple(None if a is None or a.shape[0] == 1 else 0 for a in arrays)
-    arrays = tuple(a[0] if a is not None and axis is None else a for a, axis in zip(arrays, in_axes))
+    arrays = tuple(
+        a[0] if a is not None and axis is None else a for a, axis in zip(arrays, in_axes)
+    )
     if all(axis is None for axis in in_axes):
         return map_batch(kernel, *arrays)
     return jax.vmap(lambda *xs: map_batch(kernel, *xs), in_axes=in_axes)(*arrays)

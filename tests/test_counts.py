@@ -1,0 +1,192 @@
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import tied_problem
+from sklearn import metrics as skm
+
+import jaxmetrics as jm
+
+SCREENING = jm.Counts(90, 891, 10, 9009)  # seed 000: 10,000 people, prevalence 1%
+EXERCISE = jm.Counts(40, 10, 20, 930)  # seed 001's worked exercise
+
+
+def test_screening_test_from_seed_000():
+    assert float(jm.accuracy(SCREENING)) == pytest.approx(0.9099, abs=5e-5)
+    assert float(jm.precision(SCREENING)) == pytest.approx(0.0917, abs=5e-5)
+    assert float(jm.f_beta(SCREENING)) == pytest.approx(0.1665, abs=5e-5)
+    assert float(jm.f_beta(SCREENING, beta=2.0)) == pytest.approx(450 / 1381, rel=1e-6)
+    assert float(jm.recall(SCREENING)) == pytest.approx(0.9)
+    assert float(jm.false_positive_rate(SCREENING)) == pytest.approx(0.09)
+
+
+def test_exercise_from_seed_001():
+    assert float(jm.accuracy(EXERCISE)) == pytest.approx(0.97)
+    assert float(jm.precision(EXERCISE)) == pytest.approx(0.8)
+    assert float(jm.recall(EXERCISE)) == pytest.approx(0.6667, abs=5e-5)
+    assert float(jm.specificity(EXERCISE)) == pytest.approx(0.9894, abs=5e-5)
+    assert float(jm.f_beta(EXERCISE)) == pytest.approx(0.7273, abs=5e-5)
+    assert float(jm.f_beta(EXERCISE, beta=2.0)) == pytest.approx(0.6897, abs=5e-5)
+
+
+def brute_force_counts(scores, labels, weights, threshold):
+    w = np.ones_like(scores) if weights is None else weights
+    flagged = scores >= np.float32(threshold)
+    return (
+        np.sum(w * (flagged & (labels == 1))),
+        np.sum(w * (flagged & (labels == 0))),
+        np.sum(w * (~flagged & (labels == 1))),
+        np.sum(w * (~flagged & (labels == 0))),
+    )
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_confusion_counts_on_a_grid_match_brute_force(rng, weighted):
+    scores, labels, weights = tied_problem(rng, weighted=weighted)
+    grid = np.array([[-1.0, 0.0, 1 / 7], [3 / 7, 0.5, 2.0]], np.float32)
+    counts = jm.confusion_counts(scores, labels, grid, sample_weight=weights)
+    assert counts.tp.shape == grid.shape
+    for index in np.ndindex(grid.shape):
+        expected = brute_force_counts(scores, labels, weights, grid[index])
+        np.testing.assert_allclose([c[index] for c in counts], expected, rtol=1e-6)
+    if not weighted:
+        assert counts.tp.dtype == jnp.int32
+
+
+def test_confusion_counts_match_sklearn_confusion_matrix(rng):
+    scores, labels, weights = tied_problem(rng, weighted=True)
+    counts = jm.confusion_counts(scores, labels, 3 / 7, sample_weight=weights)
+    tn, fp, fn, tp = skm.confusion_matrix(
+        labels, scores >= np.float32(3 / 7), sample_weight=weights
+    ).ravel()
+    np.testing.assert_allclose([counts.tp, counts.fp, counts.fn, counts.tn], [tp, fp, fn, tn])
+
+
+def test_confusion_counts_batched_eager_jit_vmap_agree(rng):
+    scores = rng.random((3, 50)).astype(np.float32)
+    labels = rng.integers(0, 2, 50)
+    grid = np.linspace(0, 1, 11, dtype=np.float32)
+    eager = jm.confusion_counts(scores, labels, grid)
+    jitted = jax.jit(jm.confusion_counts)(scores, labels, grid)
+    mapped = jax.vmap(jm.confusion_counts, in_axes=(0, None, None))(scores, labels, grid)
+    assert eager.tp.shape == (3, 11)
+    for a, b, c in zip(eager, jitted, mapped):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, c)
+
+
+def test_counts_are_exact_past_two_to_the_24():
+    n = 2**24 + 3  # float32 cannot hold 2**24 + 1; int32 counts must
+    scores = jnp.ones(n, jnp.float32)
+    labels = jnp.ones(n, jnp.int32)
+    counts = jax.jit(jm.confusion_counts)(scores, labels, 0.5)
+    assert int(counts.tp) == n and counts.tp.dtype == jnp.int32
+
+
+RATES = {
+    "precision": (jm.precision, skm.precision_score),
+    "recall": (jm.recall, skm.recall_score),
+    "f1": (jm.f_beta, skm.f1_score),
+    "accuracy": (
+        jm.accuracy,
+        lambda y, p, **kw: skm.accuracy_score(y, p, sample_weight=kw.get("sample_weight")),
+    ),
+    "balanced_accuracy": (
+        jm.balanced_accuracy,
+        lambda y, p, **kw: skm.balanced_accuracy_score(y, p, sample_weight=kw.get("sample_weight")),
+    ),
+    "specificity": (jm.specificity, lambda y, p, **kw: skm.recall_score(y, p, pos_label=0, **kw)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RATES))
+@pytest.mark.parametrize("weighted", [False, True])
+def test_rates_match_sklearn(rng, name, weighted):
+    ours, theirs = RATES[name]
+    scores, labels, weights = tied_problem(rng, weighted=weighted, float_weights=True)
+    for threshold in (1 / 7, 3 / 7, 6 / 7):
+        counts = jm.confusion_counts(scores, labels, threshold, sample_weight=weights)
+        predicted = (scores >= np.float32(threshold)).astype(int)
+        expected = theirs(labels, predicted, sample_weight=weights)
+        assert float(ours(counts)) == pytest.approx(expected, rel=1e-6, abs=1e-7)
+
+
+def test_f_beta_matches_sklearn_fbeta(rng):
+    scores, labels, weights = tied_problem(rng, weighted=True)
+    counts = jm.confusion_counts(scores, labels, 3 / 7, sample_weight=weights)
+    predicted = (scores >= np.float32(3 / 7)).astype(int)
+    for beta in (0.5, 2.0, 3.0):
+        expected = skm.fbeta_score(labels, predicted, beta=beta, sample_weight=weights)
+        assert float(jm.f_beta(counts, beta=beta)) == pytest.approx(expected, rel=1e-6)
+
+
+def test_matthews_corrcoef_matches_sklearn(rng):
+    scores, labels, weights = tied_problem(rng, weighted=True)
+    counts = jm.confusion_counts(scores, labels, 3 / 7, sample_weight=weights)
+    predicted = (scores >= np.float32(3 / 7)).astype(int)
+    expected = skm.matthews_corrcoef(labels, predicted, sample_weight=weights)
+    assert float(jm.matthews_corrcoef(counts)) == pytest.approx(expected, rel=1e-5)
+
+
+def test_matthews_corrcoef_large_counts_do_not_overflow():
+    big = jm.Counts(
+        *(jnp.asarray(v, jnp.int32) for v in (40_000_000, 5_000_000, 5_000_000, 50_000_000))
+    )
+    tp, fp, fn, tn = 4e7, 5e6, 5e6, 5e7
+    expected = (tp * tn - fp * fn) / math.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+    assert float(jm.matthews_corrcoef(big)) == pytest.approx(expected, rel=1e-6)
+
+
+def test_empty_denominators_are_nan_by_default_and_zero_division_reproduces_sklearn():
+    nothing_flagged = jm.Counts(0, 0, 5, 5)
+    assert math.isnan(float(jm.precision(nothing_flagged)))
+    assert float(jm.precision(nothing_flagged, zero_division=0.0)) == 0.0
+    assert float(jm.precision(nothing_flagged, zero_division=1.0)) == 1.0
+    assert math.isnan(float(jm.f_beta(jm.Counts(0, 0, 0, 5))))
+    assert float(jm.f_beta(jm.Counts(0, 0, 0, 5), zero_division=1.0)) == 1.0
+    # F-beta's counting form is defined whenever TP + FP + FN > 0
+    assert float(jm.f_beta(jm.Counts(0, 0, 3, 5))) == 0.0
+    assert math.isnan(float(jm.matthews_corrcoef(jm.Counts(3, 2, 0, 0))))
+    assert math.isnan(float(jm.balanced_accuracy(jm.Counts(3, 0, 2, 0))))
+
+
+def test_averaging_over_a_class_axis():
+    counts = jm.Counts(jnp.array([8, 1]), jnp.array([2, 0]), jnp.array([2, 4]), jnp.array([3, 10]))
+    per_class = np.array([0.8, 1.0])
+    np.testing.assert_allclose(jm.precision(counts), per_class)
+    assert float(jm.precision(counts, average="macro")) == pytest.approx(0.9)
+    assert float(jm.precision(counts, average="micro")) == pytest.approx(9 / 11)
+    support = np.array([10, 5])
+    assert float(jm.precision(counts, average="weighted")) == pytest.approx(
+        (per_class * support).sum() / support.sum()
+    )
+    undefined = jm.Counts(
+        jnp.array([8, 0]), jnp.array([2, 0]), jnp.array([2, 4]), jnp.array([3, 10])
+    )
+    assert math.isnan(float(jm.precision(undefined, average="macro")))
+    with pytest.raises(ValueError, match="average"):
+        jm.precision(counts, average="samples")
+    with pytest.raises(ValueError, match="class axis"):
+        jm.precision(SCREENING, average="macro")
+
+
+def test_rates_reject_non_counts():
+    with pytest.raises(TypeError, match="`counts`"):
+        jm.precision((1, 2, 3, 4))
+    with pytest.raises(ValueError, match="`beta`"):
+        jm.f_beta(SCREENING, beta=-1.0)
+
+
+def test_bad_input_under_jit_gives_nan_rates():
+    scores = jnp.array([0.1, 0.9, jnp.nan, 0.4])
+    labels = jnp.array([0, 1, 1, 0])
+    counts = jax.jit(jm.confusion_counts)(scores, labels, 0.5)
+    assert int(counts.tp) == -1
+    assert math.isnan(float(jm.precision(counts)))
+    assert math.isnan(float(jm.f_beta(counts)))
+    assert math.isnan(float(jm.matthews_corrcoef(counts)))
+    labels_with_a_two = jnp.array([0, 1, 2, 0])
+    counts = jax.jit(jm.confusion_counts)(jnp.array([0.1, 0.9, 0.3, 0.4]), labels_with_a_two, 0.5)
+    assert math.isnan(float(jm.recall(counts)))

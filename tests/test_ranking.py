@@ -1,0 +1,221 @@
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import tied_problem
+from sklearn import metrics as skm
+
+import jaxmetrics as jm
+
+EIGHT_SCORES = [0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1]  # seed 000's eight scored examples
+EIGHT_LABELS = [1, 1, 0, 1, 0, 1, 0, 0]
+
+
+def pair_count_auc(scores, labels, weights=None):
+    """Brute-force oracle: the share of positive-negative pairs ranked right, ties one half."""
+    w = np.ones_like(scores, dtype=np.float64) if weights is None else weights.astype(np.float64)
+    pos, neg = labels == 1, labels == 0
+    sp, sn = scores[pos][:, None], scores[neg][None, :]
+    pair_weight = w[pos][:, None] * w[neg][None, :]
+    wins = (sp > sn) + 0.5 * (sp == sn)
+    return (pair_weight * wins).sum() / pair_weight.sum()
+
+
+def test_eight_scored_examples_from_seed_000():
+    assert float(jm.roc_auc(EIGHT_SCORES, EIGHT_LABELS)) == 13 / 16
+    assert float(jm.average_precision(EIGHT_SCORES, EIGHT_LABELS)) == pytest.approx(
+        0.8542, abs=5e-5
+    )
+    # positives at ranks 1, 2, 4 and 6: precision@4 = 3/4, precision@6 = 4/6
+    assert float(jm.precision_at_k(EIGHT_SCORES, EIGHT_LABELS, k=4)) == pytest.approx(0.75)
+    assert float(jm.precision_at_k(EIGHT_SCORES, EIGHT_LABELS, k=6)) == pytest.approx(4 / 6)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("levels", [3, 20, 1000])
+def test_auc_and_ap_match_sklearn_and_pair_oracle(rng, weighted, levels):
+    scores, labels, weights = tied_problem(
+        rng, levels=levels, weighted=weighted, float_weights=True
+    )
+    expected_auc = skm.roc_auc_score(labels, scores, sample_weight=weights)
+    assert float(jm.roc_auc(scores, labels, sample_weight=weights)) == pytest.approx(
+        expected_auc, abs=1e-6
+    )
+    assert expected_auc == pytest.approx(pair_count_auc(scores, labels, weights), abs=1e-12)
+    expected_ap = skm.average_precision_score(labels, scores, sample_weight=weights)
+    assert float(jm.average_precision(scores, labels, sample_weight=weights)) == pytest.approx(
+        expected_ap, abs=1e-6
+    )
+
+
+@pytest.mark.parametrize("max_fpr", [0.05, 0.3, 0.5, 1.0])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_partial_auc_matches_sklearn(rng, max_fpr, weighted):
+    scores, labels, weights = tied_problem(rng, levels=15, weighted=weighted)
+    expected = skm.roc_auc_score(labels, scores, sample_weight=weights, max_fpr=max_fpr)
+    got = jm.roc_auc(scores, labels, sample_weight=weights, max_fpr=max_fpr)
+    assert float(got) == pytest.approx(expected, abs=1e-6)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("drop_intermediate", [False, True])
+@pytest.mark.parametrize("levels", [4, 1000])
+def test_curves_return_sklearns_points(rng, weighted, drop_intermediate, levels):
+    scores, labels, weights = tied_problem(rng, levels=levels, weighted=weighted)
+    roc = jm.roc_curve(scores, labels, sample_weight=weights, drop_intermediate=drop_intermediate)
+    fpr, tpr, thresholds = skm.roc_curve(
+        labels, scores, sample_weight=weights, drop_intermediate=drop_intermediate
+    )
+    valid = np.asarray(roc.valid)
+    assert roc.fpr.shape == (scores.size + 1,)
+    np.testing.assert_allclose(np.asarray(roc.fpr)[valid], fpr, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(roc.tpr)[valid], tpr, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(roc.thresholds)[valid], thresholds, rtol=1e-6)
+    assert valid[: valid.sum()].all()  # real points first
+    pr = jm.precision_recall_curve(
+        scores, labels, sample_weight=weights, drop_intermediate=drop_intermediate
+    )
+    precision, recall, thresholds = skm.precision_recall_curve(
+        labels, scores, sample_weight=weights, drop_intermediate=drop_intermediate
+    )
+    valid = np.asarray(pr.valid)
+    np.testing.assert_allclose(np.asarray(pr.precision)[valid], precision, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(pr.recall)[valid], recall, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(pr.thresholds)[valid][:-1], thresholds, rtol=1e-6)
+
+
+def test_padding_repeats_the_last_point(rng):
+    scores, labels, _ = tied_problem(rng, levels=3)
+    roc = jm.roc_curve(scores, labels)
+    last = int(np.asarray(roc.valid).sum()) - 1
+    assert np.all(np.asarray(roc.fpr)[last:] == np.asarray(roc.fpr)[last])
+    assert float(jnp.trapezoid(roc.tpr, roc.fpr)) == pytest.approx(
+        float(jm.roc_auc(scores, labels)), abs=1e-6
+    )
+
+
+def test_zero_weight_samples_create_no_points(rng):
+    scores, labels, _ = tied_problem(rng, levels=1000)
+    weights = np.ones_like(scores)
+    weights[::3] = 0
+    roc = jm.roc_curve(scores, labels, sample_weight=weights, drop_intermediate=False)
+    kept = weights > 0
+    reference = jm.roc_curve(scores[kept], labels[kept], drop_intermediate=False)
+    assert int(roc.valid.sum()) == int(reference.valid.sum())
+    np.testing.assert_allclose(roc.fpr[roc.valid], reference.fpr[reference.valid], atol=1e-6)
+
+
+METRICS = {
+    "roc_auc": jm.roc_auc,
+    "partial_auc": lambda s, y, **kw: jm.roc_auc(s, y, max_fpr=0.2, **kw),
+    "average_precision": jm.average_precision,
+    "precision_at_k": lambda s, y, **kw: jm.precision_at_k(s, y, k=17, **kw),
+    "roc_tpr": lambda s, y, **kw: jm.roc_curve(s, y, **kw).tpr,
+    "pr_precision": lambda s, y, **kw: jm.precision_recall_curve(s, y, **kw).precision,
+    "counts": lambda s, y, **kw: jm.confusion_counts(s, y, 0.5, **kw).tp,
+}
+
+
+@pytest.mark.parametrize("name", sorted(METRICS))
+def test_invariant_to_sample_order(rng, name):
+    scores, labels, weights = tied_problem(rng, levels=9, weighted=True)
+    permutation = rng.permutation(scores.size)
+    metric = METRICS[name]
+    a = metric(scores, labels, sample_weight=weights)
+    b = metric(scores[permutation], labels[permutation], sample_weight=weights[permutation])
+    np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["roc_auc", "partial_auc", "average_precision", "precision_at_k"])
+def test_invariant_to_increasing_transforms(rng, name):
+    scores, labels, weights = tied_problem(rng, levels=9, weighted=True)
+    metric = METRICS[name]
+    logits = np.log(scores + 0.01) - np.log1p(0.01 - scores)
+    a = metric(scores, labels, sample_weight=weights)
+    b = metric((3 * logits + 1).astype(np.float32), labels, sample_weight=weights)
+    np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(METRICS))
+def test_eager_jit_and_vmap_agree_over_a_batch(rng, name):
+    metric = METRICS[name]
+    scores = np.stack([tied_problem(rng, n=60, levels=6)[0] for _ in range(3)])
+    labels = tied_problem(rng, n=60)[1]
+    eager = metric(scores, labels)
+    jitted = jax.jit(metric)(scores, labels)
+    mapped = jax.vmap(metric, in_axes=(0, None))(scores, labels)
+    rows = np.stack([metric(row, labels) for row in scores])
+    assert eager.shape[0] == 3
+    for other in (jitted, mapped, rows):
+        np.testing.assert_allclose(eager, other, atol=1e-6)
+
+
+def test_weights_batched_against_one_score_vector(rng):
+    scores, labels, _ = tied_problem(rng, levels=12)
+    weights = rng.integers(0, 3, (4, scores.size)).astype(np.int32)
+    weights[:, :2] = 1
+    got = jm.roc_auc(scores, labels, sample_weight=weights)
+    for row, w in zip(np.asarray(got), weights):
+        assert row == pytest.approx(skm.roc_auc_score(labels, scores, sample_weight=w), abs=1e-6)
+
+
+def test_integer_weights_equal_explicit_resampling(rng):
+    scores, labels, _ = tied_problem(rng, levels=12)
+    index = rng.integers(0, scores.size, scores.size)
+    weights = np.bincount(index, minlength=scores.size)
+    for metric in (jm.roc_auc, jm.average_precision):
+        by_weights = float(metric(scores, labels, sample_weight=weights))
+        resampled = float(metric(scores[index], labels[index]))
+        assert by_weights == pytest.approx(resampled, abs=1e-6)
+
+
+def test_one_class_gives_nan():
+    scores = np.array([0.1, 0.4, 0.8], np.float32)
+    for labels in ([1, 1, 1], [0, 0, 0]):
+        assert math.isnan(float(jm.roc_auc(scores, labels)))
+        assert math.isnan(float(jm.roc_auc(scores, labels, max_fpr=0.5)))
+        assert math.isnan(float(jm.average_precision(scores, labels)))
+    assert np.isnan(np.asarray(jm.roc_curve(scores, [1, 1, 1]).fpr)).all()
+    assert np.isnan(np.asarray(jm.precision_recall_curve(scores, [0, 0, 0]).recall)).any()
+
+
+def test_all_weight_on_one_class_gives_nan():
+    scores = np.array([0.1, 0.4, 0.8], np.float32)
+    assert math.isnan(float(jm.roc_auc(scores, [0, 1, 1], sample_weight=[0, 1, 1])))
+
+
+def test_precision_at_k_tie_rule_is_expected_precision_under_random_tie_break():
+    # top score 0.9 (positive), then three samples tied at 0.5: one positive, two negatives
+    scores = [0.9, 0.5, 0.5, 0.5, 0.1]
+    labels = [1, 1, 0, 0, 1]
+    # k = 2: the positive at 0.9 and one of the three tied; that one is positive with chance 1/3
+    assert float(jm.precision_at_k(scores, labels, k=2)) == pytest.approx((1 + 1 / 3) / 2)
+    assert float(jm.precision_at_k(scores, labels, k=4)) == pytest.approx(2 / 4)
+    assert float(jm.precision_at_k(scores, labels, k=50)) == pytest.approx(3 / 5)
+    with pytest.raises(ValueError, match="`k`"):
+        jm.precision_at_k(scores, labels, k=0)
+
+
+def test_logits_are_fine_no_binning():
+    # metrax bins AUC on [0, 1]; exact ranking does not care about the score range
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 2, 500)
+    logits = (rng.normal(size=500) * 4 + 3 * labels).astype(np.float32)
+    assert float(jm.roc_auc(logits, labels)) == pytest.approx(
+        skm.roc_auc_score(labels, logits), abs=1e-6
+    )
+
+
+def test_half_precision_scores_are_accepted(rng):
+    scores, labels, _ = tied_problem(rng, levels=50)
+    for dtype in (jnp.bfloat16, jnp.float16):
+        low = jnp.asarray(scores, dtype)
+        expected = skm.roc_auc_score(labels, np.asarray(low.astype(jnp.float32)))
+        assert float(jm.roc_auc(low, labels)) == pytest.approx(expected, abs=1e-6)
+
+
+def test_signed_zeros_are_one_tie_group():
+    scores = np.array([-0.0, 0.0, 0.0, -0.0], np.float32)
+    assert float(jm.roc_auc(scores, [0, 1, 0, 1])) == 0.5
