@@ -12,6 +12,7 @@ in the same process on the same data. The results are written to benchmarks/resu
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -42,28 +43,33 @@ def binormal(n: int, seed: int = 0, prevalence: float = 0.1):
     return scores, labels
 
 
+def compare(
+    work: str, ours: Callable[[], object], reference: Callable[[], object], repeats: int, **extra
+) -> dict:
+    """One row: best-of-`repeats` time of both sides (ours already compiled), and the ratio."""
+    t_ours = best_time(ours, repeats)
+    t_ref = best_time(reference, repeats)
+    return dict(work=work, jaxmetrics_s=t_ours, sklearn_s=t_ref, speedup=t_ref / t_ours, **extra)
+
+
 def ranking_rows(sizes, repeats):
-    auc = jax.jit(jm.roc_auc)
-    ap = jax.jit(jm.average_precision)
+    metrics = (
+        ("roc_auc", jax.jit(jm.roc_auc), skm.roc_auc_score),
+        ("average_precision", jax.jit(jm.average_precision), skm.average_precision_score),
+    )
     rows = []
     for n in sizes:
         scores, labels = binormal(n)
-        device_scores, device_labels = jax.device_put(scores), jax.device_put(labels)
-        for name, ours, theirs in (
-            ("roc_auc", auc, skm.roc_auc_score),
-            ("average_precision", ap, skm.average_precision_score),
-        ):
-            value = float(ours(device_scores, device_labels))  # compile
-            reference = theirs(labels, scores)
+        on_device = jax.device_put(scores), jax.device_put(labels)
+        for name, ours, theirs in metrics:
+            value, reference = float(ours(*on_device)), theirs(labels, scores)  # also compiles
             assert abs(value - reference) < 1e-5, (name, n, value, reference)
-            t_ours = best_time(lambda: ours(device_scores, device_labels), repeats)
-            t_ref = best_time(lambda: theirs(labels, scores), repeats)
             rows.append(
-                dict(
-                    work=f"{name}, n = {n:.0e}",
-                    jaxmetrics_s=t_ours,
-                    sklearn_s=t_ref,
-                    speedup=t_ref / t_ours,
+                compare(
+                    f"{name}, n = {n:.0e}",
+                    functools.partial(ours, *on_device),
+                    functools.partial(theirs, labels, scores),
+                    repeats,
                 )
             )
     return rows
@@ -71,30 +77,31 @@ def ranking_rows(sizes, repeats):
 
 def threshold_grid_row(n, num_thresholds, repeats):
     scores, labels = binormal(n)
-    device_scores, device_labels = jax.device_put(scores), jax.device_put(labels)
+    on_device = jax.device_put(scores), jax.device_put(labels)
     grid = jnp.linspace(-3.0, 4.0, num_thresholds, dtype=jnp.float32)
     counts = jax.jit(jm.confusion_counts)
     auc = jax.jit(jm.roc_auc)
-    counts(device_scores, device_labels, grid)
-    auc(device_scores, device_labels)
-    t_counts = best_time(lambda: counts(device_scores, device_labels, grid), repeats)
-    t_auc = best_time(lambda: auc(device_scores, device_labels), repeats)
-    host_grid = np.asarray(grid)
-    sample = host_grid[:: max(1, num_thresholds // 20)]
+    counts(*on_device, grid)
+    auc(*on_device)
+    t_auc = best_time(functools.partial(auc, *on_device), repeats)
+    every = max(1, num_thresholds // 20)
+    sample = np.asarray(grid)[::every]
 
-    def sklearn_loop():  # the same counts with sklearn, one confusion_matrix per threshold
+    def sklearn_loop():  # one confusion_matrix per threshold, on every `every`-th threshold
         return [skm.confusion_matrix(labels, scores >= t) for t in sample]
 
-    t_ref = best_time(sklearn_loop, 1) * num_thresholds / sample.size
-    return dict(
-        work=f"confusion_counts, {num_thresholds} thresholds, n = {n:.0e}",
-        jaxmetrics_s=t_counts,
+    row = compare(
+        f"confusion_counts, {num_thresholds} thresholds, n = {n:.0e}",
+        functools.partial(counts, *on_device, grid),
+        sklearn_loop,
+        1,
         one_auc_s=t_auc,
-        counts_over_auc=t_counts / t_auc,
-        sklearn_s=t_ref,
-        speedup=t_ref / t_counts,
-        note="sklearn time extrapolated from a loop over every 50th threshold",
+        note=f"sklearn time x{every}: a loop over every {every}th threshold",
     )
+    row["sklearn_s"] *= every
+    row["speedup"] *= every
+    row["counts_over_auc"] = row["jaxmetrics_s"] / t_auc
+    return row
 
 
 def print_rows(rows):

@@ -66,13 +66,13 @@ class _Groups(NamedTuple):
 
 
 def _groups(ranked: sorting.Ranked, tallies: sorting.Tallies) -> _Groups:
-    a, b = ranked.group_start, ranked.group_stop
-    nonzero_in_group = tallies.nonzero[b] - tallies.nonzero[a]
+    # at a group start i == a, so the prefix sums at a need no gather
+    b = ranked.group_stop
     p, n = tallies.total_positive, tallies.total_negative
     return _Groups(
-        is_point=ranked.is_group_start & (nonzero_in_group > 0),
-        tp=p - tallies.positive[a],
-        fp=n - tallies.negative[a],
+        is_point=ranked.is_group_start & (tallies.nonzero[b] - tallies.nonzero[:-1] > 0),
+        tp=p - tallies.positive[:-1],
+        fp=n - tallies.negative[:-1],
         tp_above=p - tallies.positive[b],
         fp_above=n - tallies.negative[b],
         total_positive=p,

@@ -9,7 +9,8 @@ Layout (1-D kernels; callers lift them over batch axes with ``validation.map_bat
 
 * ``Ranked.scores[i]`` is the i-th smallest score;
 * the tie group of position i is ``[group_start[i], group_stop[i])``: tied scores always move
-  together, whichever order the sort left them in;
+  together, whichever order the sort left them in (`group_start` is derived in XLA and costs
+  nothing unless a caller uses it);
 * ``Tallies.positive[j]`` is the weight of positives among the j smallest scores (an exclusive
   prefix sum of length n + 1), so "the positives scoring >= s" is ``positive[n] - positive[a]``
   where a is the first position holding s.
@@ -45,47 +46,39 @@ def _host_sort(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return packed & np.uint64(0xFFFFFFFF), packed >> np.uint64(32)
 
 
-def _host_rank(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _host_rank(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """numpy twin of `_device_rank`: several times faster on CPU than XLA's sort with a payload."""
     # The callback receives jax Arrays; np.argsort on one would dispatch back to XLA's sort.
     order, ordered = _host_sort(np.asarray(scores))
     n = order.shape[-1]
-    position = np.arange(n, dtype=np.int32)
-    differs = ordered[..., 1:] != ordered[..., :-1]
-    edge = np.ones(order.shape[:-1] + (1,), bool)
-    group_start = np.maximum.accumulate(
-        np.where(np.concatenate([edge, differs], axis=-1), position, 0), axis=-1
+    is_end = np.concatenate(
+        [ordered[..., 1:] != ordered[..., :-1], np.ones(order.shape[:-1] + (1,), bool)], axis=-1
     )
-    stop = np.where(np.concatenate([differs, edge], axis=-1), position + 1, n)
+    stop = np.where(is_end, np.arange(1, n + 1, dtype=np.int32), np.int32(n))
     group_stop = np.flip(np.minimum.accumulate(np.flip(stop, -1), axis=-1), -1)
-    return order.astype(np.int32), group_start.astype(np.int32), group_stop.astype(np.int32)
+    return order.astype(np.int32), group_stop.astype(np.int32)
 
 
-def _device_rank(scores: Array) -> tuple[Array, Array, Array]:
+def _device_rank(scores: Array) -> tuple[Array, Array]:
     order = jnp.argsort(scores, axis=-1).astype(jnp.int32)
     ordered = jnp.take_along_axis(scores, order, axis=-1)
     n = scores.shape[-1]
-    position = jnp.arange(n, dtype=jnp.int32)
-    differs = ordered[..., 1:] != ordered[..., :-1]
-    edge = jnp.ones(scores.shape[:-1] + (1,), bool)
-    is_start = jnp.concatenate([edge, differs], axis=-1)
-    is_end = jnp.concatenate([differs, edge], axis=-1)
-    group_start = jax.lax.cummax(jnp.where(is_start, position, 0), axis=scores.ndim - 1)
-    group_stop = jax.lax.cummin(
-        jnp.where(is_end, position + 1, n), axis=scores.ndim - 1, reverse=True
+    is_end = jnp.concatenate(
+        [ordered[..., 1:] != ordered[..., :-1], jnp.ones(scores.shape[:-1] + (1,), bool)], axis=-1
     )
-    return order, group_start, group_stop
+    stop = jnp.where(is_end, jnp.arange(1, n + 1, dtype=jnp.int32), n)
+    return order, jax.lax.cummin(stop, axis=scores.ndim - 1, reverse=True)
 
 
-def _rank_indices(scores: Array) -> tuple[Array, Array, Array]:
-    """(order, group_start, group_stop) of `scores` along the last axis, all int32.
+def _rank_indices(scores: Array) -> tuple[Array, Array]:
+    """(order, group_stop) of `scores` along the last axis, both int32.
 
-    On CPU a host callback to numpy (its sort and running max are several times faster than
+    On CPU a host callback to numpy (its sort and running min are several times faster than
     XLA's there); on GPU/TPU XLA's own sort. Both give the same groups; tie order may differ.
     """
 
-    def on_cpu(values: Array) -> tuple[Array, Array, Array]:
-        result = (jax.ShapeDtypeStruct(values.shape, jnp.int32),) * 3
+    def on_cpu(values: Array) -> tuple[Array, Array]:
+        result = (jax.ShapeDtypeStruct(values.shape, jnp.int32),) * 2
         return jax.pure_callback(_host_rank, result, values, vmap_method="expand_dims")
 
     return jax.lax.platform_dependent(scores, cpu=on_cpu, default=_device_rank)
@@ -96,20 +89,25 @@ class Ranked(NamedTuple):
 
     scores: Array  # (n,) ascending
     order: Array  # (n,) int32: scores_sorted = scores_original[order]
-    group_start: Array  # (n,) int32: first position of the tie group holding position i
-    group_stop: Array  # (n,) int32: one past the last position of that group
+    group_stop: Array  # (n,) int32: one past the last position of the tie group holding i
 
     @property
     def is_group_start(self) -> Array:
-        return self.group_start == jnp.arange(self.scores.shape[0], dtype=jnp.int32)
+        return jnp.concatenate([jnp.ones(1, bool), self.scores[1:] != self.scores[:-1]])
+
+    @property
+    def group_start(self) -> Array:
+        """First position of the tie group holding position i (int32)."""
+        position = jnp.arange(self.scores.shape[0], dtype=jnp.int32)
+        return jax.lax.cummax(jnp.where(self.is_group_start, position, 0))
 
 
 def rank(scores: Array) -> Ranked:
     """Sort a 1-D score vector once and find its tie groups."""
     # -0.0 and +0.0 compare equal and must land in one tie group.
     scores = jnp.where(scores == 0, jnp.zeros_like(scores), scores)
-    order, group_start, group_stop = _rank_indices(scores)
-    return Ranked(scores[order], order, group_start, group_stop)
+    order, group_stop = _rank_indices(scores)
+    return Ranked(scores[order], order, group_stop)
 
 
 def count_dtype(weights: Array | None):

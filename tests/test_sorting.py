@@ -1,0 +1,48 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxmetrics as jm
+from jaxmetrics._src import sorting
+
+
+def test_host_and_device_ranking_find_the_same_groups(rng):
+    # the CPU path (numpy callback) and the GPU/TPU path (XLA sort) must agree on tie groups
+    scores = np.concatenate([rng.integers(0, 9, (2, 300)) / 9, rng.normal(size=(2, 300))], axis=-1)
+    scores = scores.astype(np.float32)
+    scores[0, :5] = [-0.0, 0.0, np.inf, -np.inf, 0.0]
+    scores = np.where(scores == 0, np.float32(0), scores)
+    host_order, host_stop = sorting._host_rank(scores)
+    dev_order, dev_stop = jax.jit(sorting._device_rank)(jnp.asarray(scores))
+    np.testing.assert_array_equal(host_stop, dev_stop)
+    host_start = np.stack([sorting.rank(jnp.asarray(row)).group_start for row in scores])
+    ordered = np.take_along_axis(scores, host_order, -1)
+    np.testing.assert_array_equal(ordered, np.take_along_axis(scores, np.asarray(dev_order), -1))
+    assert np.all(np.diff(ordered, axis=-1) >= 0)
+    for row, start, stop in zip(ordered, host_start, host_stop):
+        for i in range(row.size):
+            assert np.all(row[start[i] : stop[i]] == row[i])
+            assert start[i] == 0 or row[start[i] - 1] < row[i]
+            assert stop[i] == row.size or row[stop[i]] > row[i]
+
+
+def test_float64_path_of_the_host_sort(rng):
+    scores = rng.normal(size=50)
+    order, ordered = sorting._host_sort(scores)
+    np.testing.assert_array_equal(ordered, np.sort(scores))
+
+
+def test_float_weights_accumulate_accurately_at_ten_million():
+    # oracle: per-level sums in float64 (scores take 1,000 levels, so it needs no sort)
+    n, levels = 10**7, 1000
+    rng = np.random.default_rng(7)
+    level = rng.integers(0, levels, n)
+    labels = (rng.random(n) < 0.3 + 0.4 * level / levels).astype(np.int32)
+    weights = rng.random(n).astype(np.float32) * 3
+    pos = np.bincount(level, weights * labels, levels)
+    neg = np.bincount(level, weights * (1 - labels), levels)
+    below = np.concatenate([[0.0], np.cumsum(neg)[:-1]])
+    expected = (pos * (below + neg / 2)).sum() / (pos.sum() * neg.sum())
+    got = jax.jit(jm.roc_auc)(level.astype(np.float32), labels, sample_weight=weights)
+    assert float(got) == pytest.approx(expected, abs=1e-6)
