@@ -83,9 +83,9 @@ def confusion_counts(
         ranked = sorting.rank(scores)
         tallies = sorting.tally(ranked, labels, weights)
         below = jnp.searchsorted(ranked.scores, grid, side="left")  # samples scoring < threshold
-        fn = tallies.positive[below]
-        tn = tallies.negative[below]
-        return Counts(tallies.total_positive - fn, tallies.total_negative - tn, fn, tn)
+        positive, negative = tallies.positive, tallies.negative
+        fn, tn = positive[below], negative[below]
+        return Counts(positive[-1] - fn, negative[-1] - tn, fn, tn)
 
     counts = validation.map_batch(kernel, scores, labels, weights)
     counts = Counts(*(c.reshape(c.shape[:-1] + thresholds.shape) for c in counts))

@@ -68,13 +68,14 @@ class _Groups(NamedTuple):
 def _groups(ranked: sorting.Ranked, tallies: sorting.Tallies) -> _Groups:
     # at a group start i == a, so the prefix sums at a need no gather
     b = ranked.group_stop
-    p, n = tallies.total_positive, tallies.total_negative
+    positive, negative = tallies.positive, tallies.negative
+    p, n = positive[-1], negative[-1]
     return _Groups(
         is_point=ranked.is_group_start & (tallies.nonzero[b] - tallies.nonzero[:-1] > 0),
-        tp=p - tallies.positive[:-1],
-        fp=n - tallies.negative[:-1],
-        tp_above=p - tallies.positive[b],
-        fp_above=n - tallies.negative[b],
+        tp=p - positive[:-1],
+        fp=n - negative[:-1],
+        tp_above=p - positive[b],
+        fp_above=n - negative[b],
         total_positive=p,
         total_negative=n,
     )
@@ -91,11 +92,7 @@ def _point_below(ranked: sorting.Ranked, tallies: sorting.Tallies, groups: _Grou
         ranked.group_start > 0, last_weighted[jnp.maximum(ranked.group_start - 1, 0)], -1
     )
     start_below = ranked.group_start[jnp.maximum(below, 0)]
-    return (
-        below >= 0,
-        groups.total_positive - tallies.positive[start_below],
-        groups.total_negative - tallies.negative[start_below],
-    )
+    return below >= 0, groups.tp[start_below], groups.fp[start_below]
 
 
 def _compact(keep: Array, *arrays: Array) -> tuple[Array, ...]:
@@ -160,12 +157,18 @@ def roc_auc(
     scores, labels, weights, invalid = validation.binary_inputs(scores, labels, sample_weight)
 
     def kernel(scores: Array, labels: Array, weights: Array | None) -> Array:
-        ranked, _, groups = _rank_and_tally(scores, labels, weights)
+        ranked, tallies, groups = _rank_and_tally(scores, labels, weights)
+        if max_fpr is None or max_fpr == 1:
+            # the pair count: each positive beats the negatives below its tie group and half of
+            # those inside it; one prefix sum (negatives) per weight vector, the bootstrap's case
+            dtype = scores.dtype
+            negatives = tallies.negative.astype(dtype)
+            beaten = (negatives[ranked.group_start] + negatives[ranked.group_stop]) / 2
+            positive_weight = tallies.positive_weights.astype(dtype)
+            p, n = tallies.total_positive.astype(dtype), tallies.total_negative.astype(dtype)
+            return (positive_weight * beaten).sum() / (p * n)
         x0, x1, y0, y1 = _auc_terms(groups, scores.dtype)
         start = ranked.is_group_start
-        if max_fpr is None or max_fpr == 1:
-            area = jnp.where(start, (x1 - x0) * (y0 + y1), 0).sum() / 2
-            return area
         # clip each segment at fpr = max_fpr, interpolating linearly along it (as sklearn does)
         right = jnp.minimum(x1, max_fpr)
         width = jnp.maximum(right - x0, 0)

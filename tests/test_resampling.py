@@ -1,0 +1,150 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn import metrics as skm
+
+import jaxmetrics as jm
+from jaxmetrics._src.resampling import resample_weights
+
+
+def binormal(rng, n=300, prevalence=0.3):
+    labels = (rng.random(n) < prevalence).astype(np.int32)
+    scores = np.round(rng.normal(size=n) + labels, 1).astype(np.float32)  # ties on purpose
+    return scores, labels
+
+
+def weighted_mean(values, sample_weight):
+    return jnp.sum(values * sample_weight, axis=-1) / jnp.sum(sample_weight, axis=-1)
+
+
+def test_multinomial_weights_are_resamples_and_auc_matches_explicit_resampling(rng):
+    scores, labels = binormal(rng)
+    key = jax.random.key(3)
+    weights = np.asarray(resample_weights(key, jnp.arange(20), scores.size))
+    assert (weights.sum(-1) == scores.size).all() and weights.dtype == np.int32
+    result = jm.bootstrap(jm.roc_auc, scores, labels, key=key, num_resamples=20)
+    for w, value in zip(weights, np.asarray(result.samples)):
+        index = np.repeat(np.arange(scores.size), w)  # the same resample, as rows
+        assert value == pytest.approx(skm.roc_auc_score(labels[index], scores[index]), abs=1e-6)
+
+
+def test_poisson_weights_have_poisson_moments():
+    weights = np.asarray(
+        resample_weights(jax.random.key(0), jnp.arange(50), 4000, sampling="poisson")
+    )
+    assert weights.mean() == pytest.approx(1.0, abs=0.01)
+    assert weights.var() == pytest.approx(1.0, abs=0.02)
+    assert (weights == 0).mean() == pytest.approx(np.exp(-1), abs=0.005)
+
+
+def test_stratified_weights_keep_class_sizes(rng):
+    _, labels = binormal(rng)
+    weights = np.asarray(
+        resample_weights(jax.random.key(1), jnp.arange(30), labels.size, stratify=labels)
+    )
+    np.testing.assert_array_equal(weights[:, labels == 1].sum(-1), (labels == 1).sum())
+    np.testing.assert_array_equal(weights[:, labels == 0].sum(-1), (labels == 0).sum())
+    assert len({tuple(row) for row in weights}) == 30
+
+
+def test_same_key_same_result_and_chunking_does_not_matter(rng):
+    scores, labels = binormal(rng)
+    key = jax.random.key(7)
+    a = jm.bootstrap(jm.average_precision, scores, labels, key=key, num_resamples=50)
+    b = jm.bootstrap(jm.average_precision, scores, labels, key=key, num_resamples=50, chunk_size=7)
+    np.testing.assert_allclose(a.samples, b.samples, atol=1e-7)
+    c = jm.bootstrap(jm.average_precision, scores, labels, key=jax.random.key(8), num_resamples=50)
+    assert not np.allclose(a.samples, c.samples)
+
+
+def test_auc_interval_agrees_with_an_sklearn_resampling_loop(rng):
+    scores, labels = binormal(rng, n=400)
+    ours = jm.bootstrap(jm.roc_auc, scores, labels, key=jax.random.key(0), num_resamples=1000)
+    loop = []
+    for _ in range(1000):
+        index = rng.integers(0, scores.size, scores.size)
+        loop.append(skm.roc_auc_score(labels[index], scores[index]))
+    low, high = np.percentile(loop, [2.5, 97.5])
+    se = np.std(loop)
+    assert float(ours.estimate) == pytest.approx(skm.roc_auc_score(labels, scores), abs=1e-6)
+    # two independent sets of 1,000 resamples: endpoints agree to a fraction of the SE
+    assert float(ours.low) == pytest.approx(low, abs=0.3 * se)
+    assert float(ours.high) == pytest.approx(high, abs=0.3 * se)
+    assert float(ours.standard_error) == pytest.approx(se, rel=0.1)
+
+
+@pytest.mark.parametrize("method", ["percentile", "basic", "bca"])
+def test_intervals_agree_with_scipy_bootstrap(rng, method):
+    values = rng.exponential(size=120).astype(np.float32)  # skewed: BCa differs from percentile
+    ours = jm.bootstrap(
+        weighted_mean, values, key=jax.random.key(2), num_resamples=4000, method=method
+    )
+    theirs = stats.bootstrap(
+        (values,), np.mean, n_resamples=4000, method=method, random_state=np.random.default_rng(0)
+    )
+    width = float(theirs.confidence_interval.high - theirs.confidence_interval.low)
+    assert float(ours.low) == pytest.approx(theirs.confidence_interval.low, abs=0.06 * width)
+    assert float(ours.high) == pytest.approx(theirs.confidence_interval.high, abs=0.06 * width)
+    assert float(ours.standard_error) == pytest.approx(theirs.standard_error, rel=0.06)
+
+
+def test_one_class_resamples_are_dropped_and_counted():
+    scores = np.array([0.9, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6], np.float32)
+    labels = np.array([1, 0, 0, 0, 0, 0, 0])
+    result = jm.bootstrap(jm.roc_auc, scores, labels, key=jax.random.key(0), num_resamples=200)
+    undefined = int(result.num_undefined)
+    # P(the single positive is never drawn) = (6/7)^7 = 0.34
+    assert 40 < undefined < 100
+    assert np.isnan(np.asarray(result.samples)).sum() == undefined
+    assert np.isfinite(float(result.low)) and np.isfinite(float(result.standard_error))
+
+
+def test_stratified_bootstrap_never_loses_a_class():
+    scores = np.array([0.9, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6], np.float32)
+    labels = np.array([1, 0, 0, 0, 0, 0, 0])
+    result = jm.bootstrap(
+        jm.roc_auc, scores, labels, key=jax.random.key(0), num_resamples=100, stratify=labels
+    )
+    assert int(result.num_undefined) == 0
+
+
+def test_model_axis_gives_paired_samples_and_difference(rng):
+    scores, labels = binormal(rng, n=500)
+    better = (scores + 1.5 * labels).astype(np.float32)
+    both = np.stack([better, scores])
+    result = jm.bootstrap(jm.roc_auc, both, labels, key=jax.random.key(4), num_resamples=300)
+    assert result.samples.shape == (300, 2) and result.low.shape == (2,)
+    difference = jm.paired_difference(result)
+    aucs = [skm.roc_auc_score(labels, s) for s in both]
+    assert float(difference.estimate) == pytest.approx(aucs[0] - aucs[1], abs=1e-6)
+    assert 0 < float(difference.low) < float(difference.estimate) < float(difference.high)
+    assert float(difference.p_value) < 0.01
+    same = jm.bootstrap(
+        jm.roc_auc, np.stack([scores, scores]), labels, key=jax.random.key(4), num_resamples=100
+    )
+    assert float(jm.paired_difference(same).p_value) == 1.0
+    with pytest.raises(ValueError, match="no model axis"):
+        jm.paired_difference(
+            jm.bootstrap(jm.roc_auc, scores, labels, key=jax.random.key(4), num_resamples=10)
+        )
+
+
+def test_bootstrap_bad_arguments(rng):
+    scores, labels = binormal(rng, n=20)
+    key = jax.random.key(0)
+    with pytest.raises(ValueError, match="`method`"):
+        jm.bootstrap(jm.roc_auc, scores, labels, key=key, method="studentized")
+    with pytest.raises(ValueError, match="`sampling`"):
+        jm.bootstrap(jm.roc_auc, scores, labels, key=key, sampling="bayesian")
+    with pytest.raises(ValueError, match="`stratify` needs"):
+        jm.bootstrap(jm.roc_auc, scores, labels, key=key, sampling="poisson", stratify=labels)
+    with pytest.raises(ValueError, match="`stratify` must have shape"):
+        jm.bootstrap(jm.roc_auc, scores, labels, key=key, stratify=labels[:5])
+    with pytest.raises(ValueError, match="`num_resamples`"):
+        jm.bootstrap(jm.roc_auc, scores, labels, key=key, num_resamples=1)
+    with pytest.raises(TypeError, match="`key`"):
+        jm.bootstrap(jm.roc_auc, scores, labels, key=0)
+    with pytest.raises(ValueError, match="same number of samples"):
+        jm.bootstrap(jm.roc_auc, scores, labels[:10], key=key)
