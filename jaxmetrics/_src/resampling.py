@@ -13,6 +13,7 @@ for resampling, not cryptographic.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -28,10 +29,13 @@ Array = jax.Array
 
 _METHODS = ("percentile", "basic", "bca")
 _SAMPLINGS = ("multinomial", "poisson")
-# bytes of working memory one resample of one sample costs inside a sort-based metric (weights,
-# their sorted copy, two prefix sums, gathers), used to size chunks
-_BYTES_PER_WEIGHT = 48
-_CHUNK_MEMORY = 256 * 2**20
+# A step evaluates `chunk_size` resamples together under vmap. Small steps whose weight vectors
+# stay in cache are fastest on CPU (measured at n = 10^5: 0.7 ms per AUC resample with 2-5 per
+# step, 1.5 ms with 50), so the default keeps a step's weights near 1 MB.
+_STEP_BYTES = 2**20
+# Steps run inside one compiled loop (`lax.map`), so XLA hoists the work that does not depend on
+# the weights (the sort) out of it; a call covers about this many resamples, then reports progress.
+_RESAMPLES_PER_CALL = 128
 
 
 class BootstrapResult(NamedTuple):
@@ -165,22 +169,56 @@ def resample_weights(
     return _bincount(draws, num_samples)
 
 
-def _leave_one_out_weights(start: Array, size: int, num_samples: int) -> Array:
-    left_out = start + jnp.arange(size, dtype=jnp.int32)
-    return (jnp.arange(num_samples, dtype=jnp.int32)[None, :] != left_out[:, None]).astype(
-        jnp.int32
-    )
+def _weighted(metric: Callable[..., Any], data: tuple[Array, ...], weights: Array) -> Array:
+    return jnp.asarray(metric(*data, sample_weight=weights))
 
 
-def _chunked(evaluate: Callable[[Array], Array], total: int, chunk: int, progress=None) -> Array:
-    """Stack `evaluate(first_index)` over chunks of `chunk` indices covering range(total)."""
-    pieces, done = [], 0
-    while done < total:
-        values = evaluate(jnp.asarray(done, jnp.int32))
-        pieces.append(values[: total - done])
-        done += chunk
+def _calls(total: int, chunk_size: int) -> tuple[int, int]:
+    """(chunks per compiled call, resamples per call) for `total` evaluations."""
+    chunks = max(1, min(-(-total // chunk_size), _RESAMPLES_PER_CALL // chunk_size))
+    return chunks, chunks * chunk_size
+
+
+@functools.partial(jax.jit, static_argnums=(0,), static_argnames=("sampling", "chunks", "size"))
+def _resampled_values(metric, data, strata, key, first, *, sampling, chunks, size):
+    """Metric values of resamples ``first + range(chunks * size)``, `size` per vmapped step.
+
+    The loop over steps is compiled (`lax.map`), so XLA hoists work that does not depend on the
+    weights (the sort) out of it; data and key are arguments, so nothing is embedded in the
+    program and a second call with the same metric and shapes reuses the compilation.
+    """
+    num_samples = data[0].shape[-1]
+    blocks = first + jnp.arange(chunks * size, dtype=jnp.int32).reshape(chunks, size)
+
+    def step(resamples: Array) -> Array:
+        weights = resample_weights(key, resamples, num_samples, sampling=sampling, stratify=strata)
+        return jax.vmap(lambda w: _weighted(metric, data, w))(weights)
+
+    values = jax.lax.map(step, blocks)
+    return values.reshape((chunks * size,) + values.shape[2:])
+
+
+@functools.partial(jax.jit, static_argnums=(0,), static_argnames=("chunks", "size"))
+def _left_out_values(metric, data, first, *, chunks, size):
+    """Metric values with sample ``i`` left out (weight 0), for ``i`` in a block of indices."""
+    num_samples = data[0].shape[-1]
+    blocks = first + jnp.arange(chunks * size, dtype=jnp.int32).reshape(chunks, size)
+
+    def step(left_out: Array) -> Array:
+        weights = jnp.arange(num_samples)[None, :] != left_out[:, None]
+        return jax.vmap(lambda w: _weighted(metric, data, w))(weights.astype(jnp.int32))
+
+    values = jax.lax.map(step, blocks)
+    return values.reshape((chunks * size,) + values.shape[2:])
+
+
+def _in_calls(compute: Callable[[Array], Array], total: int, per_call: int, progress=None):
+    """Concatenate ``compute(first)`` for first = 0, per_call, ...; drop the padding past total."""
+    pieces = []
+    for first in range(0, total, per_call):
+        pieces.append(compute(jnp.asarray(first, jnp.int32))[: total - first])
         if progress is not None:
-            progress(min(done, total), total)
+            progress(min(first + per_call, total), total)
     return jnp.concatenate(pieces, axis=0)
 
 
@@ -207,9 +245,9 @@ def bootstrap(
 
     A resample is an integer weight vector, passed as ``metric(*arrays, sample_weight=w)``; the
     arrays share their last (sample) axis. Resamples are evaluated `chunk_size` at a time under
-    `jax.vmap` (the chunk is sized to about 256 MB of working memory when not given), so memory
-    stays bounded at any `num_resamples`, and work that depends only on `arrays` (the sort of a
-    sort-based metric) runs once per chunk. A metric with a model axis (scores ``[M, n]``) gives
+    `jax.vmap`, in a compiled loop over chunks, so memory stays bounded at any `num_resamples`,
+    and XLA hoists work that depends only on `arrays` (the sort of a sort-based metric) out of
+    the loop: it runs once per ~128 resamples, not once per resample. A metric with a model axis (scores ``[M, n]``) gives
     samples ``[num_resamples, M]`` drawn with shared weights: see `paired_difference`.
 
     Methods: "percentile" (the quantiles of the resampled values), "basic" (reflected about the
@@ -227,7 +265,8 @@ def bootstrap(
       sampling: "multinomial" (n draws with replacement) or "poisson" (Poisson(1) weights).
       stratify: optional ``[n]`` stratum labels (e.g. the class labels): each stratum keeps its
         size in every resample (pROC's default for AUC). Multinomial sampling only.
-      chunk_size: resamples evaluated per vmapped call; default from a 256 MB budget.
+      chunk_size: resamples evaluated together per vmapped step; by default their weights take
+        about 1 MB, which keeps the step in cache (memory stays bounded at any size).
       progress: optional ``progress(done, total)`` called after each chunk.
 
     Returns:
@@ -267,35 +306,27 @@ def bootstrap(
                 f"got {stratify.shape}."
             )
     if chunk_size is None:
-        chunk_size = max(1, min(num_resamples, _CHUNK_MEMORY // (_BYTES_PER_WEIGHT * num_samples)))
+        chunk_size = max(1, min(num_resamples, _STEP_BYTES // (4 * num_samples)))
 
-    def weighted(data: tuple[Array, ...], weights: Array) -> Array:
-        return jnp.asarray(metric(*data, sample_weight=weights))
-
-    estimate = weighted(arrays, jnp.ones(num_samples, jnp.int32))
-
-    # the data are arguments, not closed-over constants, so XLA does not embed them in the program
-    @jax.jit
-    def resampled_chunk(data: tuple[Array, ...], strata: Array | None, start: Array) -> Array:
-        resamples = start + jnp.arange(chunk_size, dtype=jnp.int32)
-        weights = resample_weights(key, resamples, num_samples, sampling=sampling, stratify=strata)
-        return jax.vmap(lambda w: weighted(data, w))(weights)
-
-    samples = _chunked(
-        lambda start: resampled_chunk(arrays, stratify, start), num_resamples, chunk_size, progress
+    estimate = _weighted(metric, arrays, jnp.ones(num_samples, jnp.int32))
+    chunks, per_call = _calls(num_resamples, chunk_size)
+    samples = _in_calls(
+        lambda first: _resampled_values(
+            metric, arrays, stratify, key, first, sampling=sampling, chunks=chunks, size=chunk_size
+        ),
+        num_resamples,
+        per_call,
+        progress,
     )
     undefined = jnp.isnan(samples)
     num_undefined = undefined.sum(axis=0)
     alpha = (1 - confidence) / 2
     if method == "bca":
-
-        @jax.jit
-        def leave_one_out_chunk(data: tuple[Array, ...], start: Array) -> Array:
-            weights = _leave_one_out_weights(start, chunk_size, num_samples)
-            return jax.vmap(lambda w: weighted(data, w))(weights)
-
-        jackknife = _chunked(
-            lambda start: leave_one_out_chunk(arrays, start), num_samples, chunk_size
+        chunks, per_call = _calls(num_samples, chunk_size)
+        jackknife = _in_calls(
+            lambda first: _left_out_values(metric, arrays, first, chunks=chunks, size=chunk_size),
+            num_samples,
+            per_call,
         )
         levels = _bca_levels(samples, estimate, jackknife, alpha)
     else:

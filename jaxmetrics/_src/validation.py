@@ -94,6 +94,8 @@ def sample_axis_shapes(named: Sequence[tuple[str, Array | None]]) -> tuple[int, 
 
 def check_finite(values: Array, name: str) -> Array:
     """Raise on NaN/inf when concrete; return a per-batch `invalid` flag when traced."""
+    if not jnp.issubdtype(values.dtype, jnp.floating):  # integers are always finite
+        return jnp.zeros(values.shape[:-1], bool)
     if is_concrete(values):
         host = np.asarray(values)
         bad = ~np.isfinite(host)
