@@ -247,8 +247,9 @@ def bootstrap(
     arrays share their last (sample) axis. Resamples are evaluated `chunk_size` at a time under
     `jax.vmap`, in a compiled loop over chunks, so memory stays bounded at any `num_resamples`,
     and XLA hoists work that depends only on `arrays` (the sort of a sort-based metric) out of
-    the loop: it runs once per ~128 resamples, not once per resample. A metric with a model axis (scores ``[M, n]``) gives
-    samples ``[num_resamples, M]`` drawn with shared weights: see `paired_difference`.
+    the loop: it runs once per ~128 resamples, not once per resample. A metric with a model axis
+    (scores ``[M, n]``) gives samples ``[num_resamples, M]`` drawn with shared weights: see
+    `paired_difference`.
 
     Methods: "percentile" (the quantiles of the resampled values), "basic" (reflected about the
     estimate), "bca" (bias-corrected and accelerated, Efron 1987: the bias z0 counts ties with the
