@@ -104,6 +104,124 @@ def threshold_grid_row(n, num_thresholds, repeats):
     return row
 
 
+def bootstrap_rows(n, num_resamples, repeats):
+    """1,000 resamples of AUC against a scikit-learn loop (same n), and resamples per second."""
+    scores, labels = binormal(n)
+    on_device = jax.device_put(scores), jax.device_put(labels)
+    rng = np.random.default_rng(1)
+
+    def sklearn_loop():
+        values = []
+        for _ in range(num_resamples):
+            index = rng.integers(0, n, n)
+            values.append(skm.roc_auc_score(labels[index], scores[index]))
+        return np.percentile(values, [2.5, 97.5])
+
+    t_ref = best_time(sklearn_loop, 1)
+    reference_interval = sklearn_loop()
+    rows = []
+    for sampling in ("poisson", "multinomial"):
+
+        def ours(key=0, sampling=sampling):
+            return jm.bootstrap(
+                jm.roc_auc,
+                *on_device,
+                key=jax.random.key(key),
+                num_resamples=num_resamples,
+                sampling=sampling,
+            )
+
+        ours(key=99)  # compile
+        result = ours()
+        t_ours = best_time(ours, repeats)
+        rows.append(
+            dict(
+                work=f"bootstrap roc_auc, {num_resamples} {sampling} resamples, n = {n:.0e}",
+                jaxmetrics_s=t_ours,
+                sklearn_s=t_ref,
+                speedup=t_ref / t_ours,
+                interval=[round(float(result.low), 4), round(float(result.high), 4)],
+                sklearn_interval=[round(float(x), 4) for x in reference_interval],
+                resamples_per_s=num_resamples / t_ours,
+            )
+        )
+
+    def ap_loop():
+        values = []
+        for _ in range(num_resamples // 10):
+            index = rng.integers(0, n, n)
+            values.append(skm.average_precision_score(labels[index], scores[index]))
+        return values
+
+    def ap_ours():
+        return jm.bootstrap(
+            jm.average_precision,
+            *on_device,
+            key=jax.random.key(0),
+            num_resamples=num_resamples,
+            sampling="poisson",
+        )
+
+    ap_ours()
+    t_ap = best_time(ap_ours, repeats)
+    t_ap_ref = best_time(ap_loop, 1) * 10
+    rows.append(
+        dict(
+            work=f"bootstrap average_precision, {num_resamples} poisson resamples, n = {n:.0e}",
+            jaxmetrics_s=t_ap,
+            sklearn_s=t_ap_ref,
+            speedup=t_ap_ref / t_ap,
+            resamples_per_s=num_resamples / t_ap,
+            note=f"sklearn time x10: a loop over {num_resamples // 10} resamples",
+        )
+    )
+    return rows
+
+
+def memory_probe(n, num_resamples):
+    """Run in a fresh process: peak resident memory of a large bootstrap (ru_maxrss)."""
+    import resource
+
+    scores, labels = binormal(n)
+    on_device = jax.device_put(scores), jax.device_put(labels)
+    jm.roc_auc(*on_device).block_until_ready()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
+    start = time.perf_counter()
+    result = jm.bootstrap(
+        jm.roc_auc, *on_device, key=jax.random.key(0), num_resamples=num_resamples
+    )
+    result.samples.block_until_ready()
+    seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
+    print(json.dumps(dict(before_mb=before, peak_mb=peak, seconds=seconds)))
+
+
+def memory_row(n, num_resamples, device):
+    import subprocess
+
+    env = dict(os.environ, JAX_PLATFORMS="cpu") if device == "cpu" else dict(os.environ)
+    out = (
+        subprocess.run(
+            [sys.executable, __file__, "--memory-probe", str(n), str(num_resamples)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    probe = json.loads(out)
+    return dict(
+        work=f"bootstrap roc_auc, {num_resamples} multinomial resamples, n = {n:.0e}: peak memory",
+        jaxmetrics_s=probe["seconds"],
+        sklearn_s=float("nan"),
+        speedup=float("nan"),
+        peak_rss_mb=probe["peak_mb"],
+        rss_before_mb=probe["before_mb"],
+    )
+
+
 def print_rows(rows):
     width = max(len(r["work"]) for r in rows)
     print(f"{'work':<{width}}  {'jaxmetrics s':>12}  {'sklearn s':>10}  {'speedup':>8}")
@@ -129,6 +247,7 @@ def main() -> int:
     parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
     parser.add_argument("--quick", action="store_true", help="small sizes only")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--memory-probe", nargs=2, type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.device == "cpu":
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -141,6 +260,9 @@ def main() -> int:
 
     import jaxmetrics as jm
 
+    if args.memory_probe:
+        memory_probe(*args.memory_probe)
+        return 0
     backend = jax.default_backend()
     if args.device == "gpu" and backend != "gpu":
         print(f"--device gpu asked, but JAX's backend is {backend}", file=sys.stderr)
@@ -148,6 +270,11 @@ def main() -> int:
     sizes = [10**4, 10**5] if args.quick else [10**5, 10**6, 10**7]
     rows = ranking_rows(sizes, args.repeats)
     rows.append(threshold_grid_row(10**5 if args.quick else 10**6, 1000, args.repeats))
+    if args.quick:
+        rows += bootstrap_rows(10**4, 200, 1)
+    else:
+        rows += bootstrap_rows(10**5, 1000, args.repeats)
+        rows.append(memory_row(2 * 10**5, 5000, args.device))
     print_rows(rows)
 
     machine = dict(

@@ -1,5 +1,13 @@
 """jaxmetrics: exact, batched classification metrics in JAX."""
 
+from jaxmetrics._src.calibration import ReliabilityTable as ReliabilityTable
+from jaxmetrics._src.calibration import brier_score as brier_score
+from jaxmetrics._src.calibration import expected_calibration_error as expected_calibration_error
+from jaxmetrics._src.calibration import log_loss as log_loss
+from jaxmetrics._src.calibration import mean_absolute_error as mean_absolute_error
+from jaxmetrics._src.calibration import r2_score as r2_score
+from jaxmetrics._src.calibration import reliability_table as reliability_table
+from jaxmetrics._src.calibration import root_mean_squared_error as root_mean_squared_error
 from jaxmetrics._src.counts import Counts as Counts
 from jaxmetrics._src.counts import accuracy as accuracy
 from jaxmetrics._src.counts import balanced_accuracy as balanced_accuracy
@@ -19,6 +27,14 @@ from jaxmetrics._src.intervals import delong as delong
 from jaxmetrics._src.intervals import delong_test as delong_test
 from jaxmetrics._src.intervals import hanley_mcneil_standard_error as hanley_mcneil_standard_error
 from jaxmetrics._src.intervals import wilson_interval as wilson_interval
+from jaxmetrics._src.multiclass import ClassificationReport as ClassificationReport
+from jaxmetrics._src.multiclass import classification_report as classification_report
+from jaxmetrics._src.multiclass import cohen_kappa as cohen_kappa
+from jaxmetrics._src.multiclass import confusion_matrix as confusion_matrix
+from jaxmetrics._src.multiclass import multiclass_roc_auc as multiclass_roc_auc
+from jaxmetrics._src.multiclass import one_vs_rest as one_vs_rest
+from jaxmetrics._src.multiclass import over_folds as over_folds
+from jaxmetrics._src.multiclass import top_k_accuracy as top_k_accuracy
 from jaxmetrics._src.ranking import PrCurve as PrCurve
 from jaxmetrics._src.ranking import RocCurve as RocCurve
 from jaxmetrics._src.ranking import average_precision as average_precision
@@ -31,39 +47,67 @@ from jaxmetrics._src.resampling import PairedDifference as PairedDifference
 from jaxmetrics._src.resampling import bootstrap as bootstrap
 from jaxmetrics._src.resampling import paired_difference as paired_difference
 from jaxmetrics._src.resampling import resample_weights as resample_weights
+from jaxmetrics._src.thresholds import bayes_threshold as bayes_threshold
+from jaxmetrics._src.thresholds import budget_threshold as budget_threshold
+from jaxmetrics._src.thresholds import max_f_beta as max_f_beta
+from jaxmetrics._src.thresholds import min_expected_cost as min_expected_cost
+from jaxmetrics._src.thresholds import precision_at_recall as precision_at_recall
+from jaxmetrics._src.thresholds import recall_at_precision as recall_at_precision
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BootstrapResult",
+    "ClassificationReport",
     "Counts",
     "DeLong",
     "DeLongTest",
     "PairedDifference",
     "PrCurve",
+    "ReliabilityTable",
     "RocCurve",
     "accuracy",
     "agresti_coull_interval",
     "average_precision",
     "balanced_accuracy",
+    "bayes_threshold",
     "bootstrap",
+    "brier_score",
+    "budget_threshold",
+    "classification_report",
     "clopper_pearson_interval",
+    "cohen_kappa",
     "confusion_counts",
+    "confusion_matrix",
     "delong",
     "delong_test",
+    "expected_calibration_error",
     "f_beta",
     "false_positive_rate",
     "hanley_mcneil_standard_error",
+    "log_loss",
     "matthews_corrcoef",
+    "max_f_beta",
+    "mean_absolute_error",
+    "min_expected_cost",
+    "multiclass_roc_auc",
+    "one_vs_rest",
+    "over_folds",
     "paired_difference",
     "precision",
     "precision_at_k",
+    "precision_at_recall",
     "precision_recall_curve",
+    "r2_score",
     "recall",
+    "recall_at_precision",
+    "reliability_table",
     "resample_weights",
     "roc_auc",
     "roc_curve",
+    "root_mean_squared_error",
     "safe_divide",
     "specificity",
+    "top_k_accuracy",
     "wilson_interval",
 ]

@@ -82,9 +82,9 @@ def confusion_counts(
     def kernel(scores: Array, labels: Array, weights: Array | None) -> Counts:
         ranked = sorting.rank(scores)
         tallies = sorting.tally(ranked, labels, weights)
-        below = jnp.searchsorted(ranked.scores, grid, side="left")  # samples scoring < threshold
         positive, negative = tallies.positive, tallies.negative
-        fn, tn = positive[below], negative[below]
+        fn = sorting.at_thresholds(ranked, positive, grid, inclusive=False)
+        tn = sorting.at_thresholds(ranked, negative, grid, inclusive=False)
         return Counts(positive[-1] - fn, negative[-1] - tn, fn, tn)
 
     counts = validation.map_batch(kernel, scores, labels, weights)

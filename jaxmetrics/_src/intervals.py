@@ -55,8 +55,13 @@ def wilson_interval(
     >>> round(float(low), 3), round(float(high), 3)
     (0.67, 0.888)
     """
-    z = _z(confidence)
     k, n = _proportion_inputs(successes, trials)
+    return wilson_bounds(k, n, confidence=confidence)
+
+
+def wilson_bounds(k: Array, n: Array, *, confidence: float = 0.95) -> tuple[Array, Array]:
+    """Wilson bounds without input checks (NaN where n = 0), for callers that count bins."""
+    z = _z(confidence)
     center = (k + z * z / 2) / (n + z * z)
     half = z / (n + z * z) * jnp.sqrt(k * (n - k) / n + z * z / 4)
     return center - half, center + half

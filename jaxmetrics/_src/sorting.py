@@ -110,6 +110,17 @@ def rank(scores: Array) -> Ranked:
     return Ranked(scores[order], order, group_stop)
 
 
+def at_thresholds(ranked: Ranked, prefix: Array, thresholds: Array, *, inclusive: bool) -> Array:
+    """Read an exclusive prefix sum (length n + 1) at each threshold of the ascending order.
+
+    `inclusive=False` gives the sum over samples scoring < threshold (the complement of the
+    decision rule ``score >= threshold``); `inclusive=True` over samples scoring <= threshold
+    (right-closed bins, as scikit-learn's calibration_curve).
+    """
+    side = "right" if inclusive else "left"
+    return prefix[jnp.searchsorted(ranked.scores, thresholds, side=side)]
+
+
 def count_dtype(weights: Array | None):
     """int32 for unweighted or integer weights (exact to 2^31), else the float type of `weights`."""
     if weights is None or not jnp.issubdtype(weights.dtype, jnp.floating):
@@ -127,12 +138,12 @@ class Tallies(NamedTuple):
     @property
     def positive(self) -> Array:
         """(n + 1,) weight of positives among the j smallest scores."""
-        return _exclusive_cumsum(self.positive_weights)
+        return prefix_sum(self.positive_weights)
 
     @property
     def negative(self) -> Array:
         """(n + 1,) weight of negatives among the j smallest scores."""
-        return _exclusive_cumsum(self.weights - self.positive_weights)
+        return prefix_sum(self.weights - self.positive_weights)
 
     @property
     def total_positive(self) -> Array:
@@ -143,7 +154,8 @@ class Tallies(NamedTuple):
         return (self.weights - self.positive_weights).sum()
 
 
-def _exclusive_cumsum(values: Array) -> Array:
+def prefix_sum(values: Array) -> Array:
+    """Exclusive prefix sum of length n + 1: element j sums the first j values."""
     return jnp.concatenate([jnp.zeros(1, values.dtype), jnp.cumsum(values)])
 
 
@@ -162,4 +174,4 @@ def tally(ranked: Ranked, labels: Array, weights: Array | None) -> Tallies:
         everyone = jnp.arange(labels.shape[0] + 1, dtype=jnp.int32)
         return Tallies(labels, ones, everyone)
     weights = weights[ranked.order].astype(dtype)
-    return Tallies(weights * labels, weights, _exclusive_cumsum((weights != 0).astype(jnp.int32)))
+    return Tallies(weights * labels, weights, prefix_sum((weights != 0).astype(jnp.int32)))

@@ -1,0 +1,148 @@
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from sklearn import metrics as skm
+
+import jaxmetrics as jm
+
+
+def animals():
+    """Seed 004's cats, dogs and foxes: 42/7/11 true, predictions as in its listing."""
+    true = [0] * 42 + [1] * 7 + [2] * 11
+    predicted = [0] * 39 + [1] * 1 + [2] * 2 + [0] * 4 + [1] * 3 + [0] * 5 + [1] * 1 + [2] * 5
+    return np.array(predicted), np.array(true)
+
+
+def test_cats_dogs_foxes_averages_from_seed_004():
+    predicted, true = animals()
+    counts = jm.one_vs_rest(jm.confusion_matrix(predicted, true, num_classes=3))
+    assert float(jm.precision(counts, average="micro")) == pytest.approx(47 / 60)
+    assert float(jm.recall(counts, average="micro")) == pytest.approx(47 / 60)
+    assert round(float(jm.precision(counts, average="macro")), 2) == 0.71
+    assert round(float(jm.recall(counts, average="macro")), 2) == 0.60
+    report = jm.classification_report(predicted, true, num_classes=3)
+    assert round(float(report.macro["f1"]), 2) == 0.64
+    assert round(float(report.weighted["precision"]), 2) == 0.77
+    np.testing.assert_array_equal(report.support, [42, 7, 11])
+
+
+def test_tumour_example_from_seed_004():
+    true = np.array([0] * 990 + [1] * 10)
+    predicted = np.array([0] * 985 + [1] * 5 + [0] * 4 + [1] * 6)
+    counts = jm.one_vs_rest(jm.confusion_matrix(predicted, true, num_classes=2))
+    assert round(float(jm.precision(counts, average="macro")), 2) == 0.77
+    assert round(float(jm.recall(counts, average="macro")), 2) == 0.80
+    assert round(float(jm.precision(counts, average="micro")), 2) == 0.99
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_confusion_matrix_and_averages_match_sklearn(rng, weighted):
+    true = rng.integers(0, 4, 300)
+    predicted = np.where(rng.random(300) < 0.6, true, rng.integers(0, 4, 300))
+    predicted[predicted == 3] = 2  # class 3 is never predicted: its precision is undefined
+    weights = rng.random(300).astype(np.float32) if weighted else None
+    matrix = jm.confusion_matrix(predicted, true, num_classes=4, sample_weight=weights)
+    expected = skm.confusion_matrix(true, predicted, labels=range(4), sample_weight=weights)
+    np.testing.assert_allclose(matrix, expected, rtol=1e-5)
+    counts = jm.one_vs_rest(matrix)
+    for average in ("micro", "weighted", None):
+        for ours, theirs in ((jm.recall, skm.recall_score), (jm.f_beta, skm.f1_score)):
+            expected = theirs(
+                true, predicted, average=average, sample_weight=weights, zero_division=0.0
+            )
+            got = ours(counts, average=average, zero_division=0.0)
+            np.testing.assert_allclose(got, expected, rtol=2e-5)
+    # macro with an undefined class: NaN by default, sklearn's value with zero_division=0
+    assert math.isnan(float(jm.precision(counts, average="macro")))
+    expected = skm.precision_score(
+        true, predicted, average="macro", sample_weight=weights, zero_division=0.0
+    )
+    assert float(jm.precision(counts, average="macro", zero_division=0.0)) == pytest.approx(
+        expected, rel=2e-5
+    )
+
+
+def test_absent_class_keeps_its_row_and_column():
+    matrix = jm.confusion_matrix([0, 1, 0], [0, 1, 1], num_classes=3)
+    assert matrix.shape == (3, 3) and int(matrix[2].sum()) == 0 and int(matrix[:, 2].sum()) == 0
+
+
+def test_batched_matrices_and_jit(rng):
+    true = rng.integers(0, 3, (2, 40))
+    predicted = rng.integers(0, 3, (2, 40))
+    batched = jax.jit(lambda p, t: jm.confusion_matrix(p, t, num_classes=3))(predicted, true)
+    for b in range(2):
+        np.testing.assert_array_equal(
+            batched[b], skm.confusion_matrix(true[b], predicted[b], labels=range(3))
+        )
+
+
+def test_class_index_errors():
+    with pytest.raises(
+        ValueError, match=r"`labels` must be class indices in \[0, 3\).*found 3 at index 2"
+    ):
+        jm.confusion_matrix([0, 1, 2], [0, 1, 3], num_classes=3)
+    with pytest.raises(TypeError, match="`predictions` must hold integer class indices"):
+        jm.confusion_matrix([0.0, 1.0], [0, 1], num_classes=2)
+    with pytest.raises(ValueError, match="`num_classes`"):
+        jm.confusion_matrix([0, 1], [0, 1], num_classes=None)
+    matrix = jax.jit(lambda p, t: jm.confusion_matrix(p, t, num_classes=2))(
+        jnp.array([0, 1]), jnp.array([0, 5])
+    )
+    assert math.isnan(float(jm.precision(jm.one_vs_rest(matrix), average="macro")))
+
+
+@pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
+def test_cohen_kappa_and_mcc_match_sklearn(rng, weights):
+    true = rng.integers(0, 4, 200)
+    predicted = np.where(rng.random(200) < 0.5, true, rng.integers(0, 4, 200))
+    matrix = jm.confusion_matrix(predicted, true, num_classes=4)
+    expected = skm.cohen_kappa_score(true, predicted, weights=weights)
+    assert float(jm.cohen_kappa(matrix, weights=weights)) == pytest.approx(expected, rel=1e-5)
+    assert float(jm.matthews_corrcoef(matrix)) == pytest.approx(
+        skm.matthews_corrcoef(true, predicted), rel=1e-5
+    )
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_top_k_accuracy_matches_sklearn(rng, k):
+    probs = rng.random((100, 5)).astype(np.float32)
+    labels = rng.integers(0, 5, 100)
+    weights = rng.random(100)
+    expected = skm.top_k_accuracy_score(labels, probs, k=k, labels=range(5), sample_weight=weights)
+    assert float(jm.top_k_accuracy(probs, labels, k=k, sample_weight=weights)) == pytest.approx(
+        expected, rel=1e-5
+    )
+
+
+def test_top_k_tie_rule():
+    probs = np.array([[0.4, 0.4, 0.2]], np.float32)  # the true class 1 ties with class 0
+    assert float(jm.top_k_accuracy(probs, [1], k=1)) == 0.5
+    assert float(jm.top_k_accuracy(probs, [1], k=2)) == 1.0
+
+
+@pytest.mark.parametrize("multi_class", ["ovr", "ovo"])
+@pytest.mark.parametrize("average", ["macro", "weighted"])
+def test_multiclass_roc_auc_matches_sklearn(rng, multi_class, average):
+    labels = rng.integers(0, 4, 120)
+    logits = rng.normal(size=(120, 4)) + 1.5 * np.eye(4)[labels]
+    probs = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    probs = np.round(probs, 2)  # ties
+    probs = (probs / probs.sum(1, keepdims=True)).astype(np.float32)
+    expected = skm.roc_auc_score(labels, probs, multi_class=multi_class, average=average)
+    got = jm.multiclass_roc_auc(probs, labels, average=average, multi_class=multi_class)
+    assert float(got) == pytest.approx(expected, abs=1e-6)
+
+
+def test_folds_pooled_versus_averaged():
+    # a fold of one sample (wrong) and a fold of three (right): pooled 3/4, averaged (0 + 1) / 2
+    folds = jm.Counts(jnp.array([0, 2]), jnp.array([1, 0]), jnp.array([0, 0]), jnp.array([0, 1]))
+    assert float(jm.over_folds(jm.accuracy, folds)) == pytest.approx(0.75)
+    assert float(jm.over_folds(jm.accuracy, folds, pooled=False)) == pytest.approx(0.5)
+    # the pooled value is the rate of the concatenated data, whatever the deal
+    assert float(jm.over_folds(jm.accuracy, folds)) == float(jm.accuracy(jm.Counts(2, 1, 0, 1)))
+    per_class = jm.Counts(*(jnp.ones((3, 2), jnp.int32) for _ in range(4)))
+    assert float(jm.over_folds(jm.precision, per_class, average="macro")) == 0.5
