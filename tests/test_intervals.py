@@ -1,4 +1,5 @@
 import math
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -7,11 +8,7 @@ from scipy import stats
 
 import jaxmetrics as jm
 
-ASAH = np.genfromtxt(
-    __import__("pathlib").Path(__file__).resolve().parents[2] / "shared" / "data" / "asah.csv",
-    delimiter=",",
-    names=True,
-)
+ASAH = np.genfromtxt(Path(__file__).parent / "data" / "asah.csv", delimiter=",", names=True)
 
 
 def asah():

@@ -106,7 +106,9 @@ def rank(scores: Array) -> Ranked:
     """Sort a 1-D score vector once and find its tie groups."""
     # -0.0 and +0.0 compare equal and must land in one tie group.
     scores = jnp.where(scores == 0, jnp.zeros_like(scores), scores)
-    order, group_stop = _rank_indices(scores)
+    # the permutation is piecewise constant in the scores: no gradient flows through it, while
+    # the sorted scores (a gather) stay differentiable for the surrogate losses
+    order, group_stop = _rank_indices(jax.lax.stop_gradient(scores))
     return Ranked(scores[order], order, group_stop)
 
 
