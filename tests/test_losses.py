@@ -1,0 +1,240 @@
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.test_util import check_grads
+
+import jaxmetrics as jm
+import jaxmetrics.losses as jl
+
+SURROGATE_TERMS = {
+    "logistic": lambda d, m: np.logaddexp(0.0, -d),
+    "hinge": lambda d, m: np.maximum(0.0, m - d),
+    "squared_hinge": lambda d, m: np.maximum(0.0, m - d) ** 2,
+    "sigmoid": lambda d, m: 1 / (1 + np.exp(d)),
+}
+
+
+def pair_matrix_loss(logits, labels, weights, surrogate, margin):
+    """Reference: the n+ x n- pair matrix, in float64."""
+    s = logits.astype(np.float64)
+    w = np.ones_like(s) if weights is None else weights.astype(np.float64)
+    pos, neg = labels == 1, labels == 0
+    d = s[pos][:, None] - s[neg][None, :]
+    pair_weight = w[pos][:, None] * w[neg][None, :]
+    return (pair_weight * SURROGATE_TERMS[surrogate](d, margin)).sum() / pair_weight.sum()
+
+
+def problem(rng, n=60, ties=False):
+    labels = (rng.random(n) < 0.4).astype(np.int32)
+    labels[:2] = [0, 1]
+    logits = (rng.normal(size=n) + labels).astype(np.float32)
+    if ties:
+        logits = np.round(logits * 2) / 2
+    return logits, labels
+
+
+@pytest.mark.parametrize("surrogate", sorted(SURROGATE_TERMS))
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_pairwise_auc_loss_equals_the_pair_matrix(rng, surrogate, ties, weighted):
+    logits, labels = problem(rng, ties=ties)
+    weights = rng.random(logits.size).astype(np.float32) if weighted else None
+    expected = pair_matrix_loss(logits, labels, weights, surrogate, 0.7)
+    got = jl.pairwise_auc_loss(
+        logits, labels, surrogate=surrogate, margin=0.7, sample_weight=weights
+    )
+    assert float(got) == pytest.approx(expected, rel=2e-5)
+
+
+@pytest.mark.parametrize("surrogate", sorted(SURROGATE_TERMS))
+def test_pairwise_auc_loss_gradients(rng, surrogate):
+    logits, labels = problem(rng, n=20)
+    f = lambda s: jl.pairwise_auc_loss(s, labels, surrogate=surrogate)  # noqa: E731
+    check_grads(
+        f,
+        (jnp.asarray(logits, jnp.float32),),
+        order=1,
+        modes=["rev"],
+        eps=1e-3,
+        atol=2e-2,
+        rtol=2e-2,
+    )
+
+    # the O(n log n) hinge gradient equals the pair-matrix gradient (autodiff of the matrix form)
+    def matrix_form(s):
+        d = s[:, None] - s[None, :]
+        pair = (labels[:, None] == 1) & (labels[None, :] == 0)
+        term = {
+            "logistic": jax.nn.softplus(-d),
+            "hinge": jax.nn.relu(1 - d),
+            "squared_hinge": jax.nn.relu(1 - d) ** 2,
+            "sigmoid": jax.nn.sigmoid(-d),
+        }[surrogate]
+        return (term * pair).sum() / pair.sum()
+
+    np.testing.assert_allclose(
+        jax.grad(f)(jnp.asarray(logits)), jax.grad(matrix_form)(jnp.asarray(logits)), atol=1e-6
+    )
+
+
+def test_sigmoid_pairwise_loss_is_one_minus_auc_in_the_limit(rng):
+    logits, labels = problem(rng, n=80)
+    sharp = jl.pairwise_auc_loss(logits * 1e7, labels, surrogate="sigmoid")
+    assert float(sharp) == pytest.approx(1 - float(jm.roc_auc(logits, labels)), abs=1e-6)
+
+
+def test_soft_counts_and_f_beta_reach_the_hard_metric(rng):
+    logits, labels = problem(rng, n=80)
+    hard = jm.confusion_counts(logits, labels, 0.3)
+    soft = jl.soft_counts(logits, labels, temperature=1e-5, threshold=0.3)
+    np.testing.assert_allclose([float(c) for c in soft], [int(c) for c in hard], atol=1e-3)
+    assert float(
+        jl.soft_f_beta_loss(logits, labels, beta=2.0, temperature=1e-5, threshold=0.3)
+    ) == pytest.approx(1 - float(jm.f_beta(hard, beta=2.0)), abs=1e-5)
+    assert float(jl.soft_precision(logits, labels, temperature=1e-5, threshold=0.3)) == (
+        pytest.approx(float(jm.precision(hard)), abs=1e-5)
+    )
+    assert float(jl.soft_recall(logits, labels, temperature=1e-5, threshold=0.3)) == (
+        pytest.approx(float(jm.recall(hard)), abs=1e-5)
+    )
+
+
+def test_soft_f_beta_gradients(rng):
+    logits, labels = problem(rng, n=30)
+    check_grads(
+        lambda s: jl.soft_f_beta_loss(s, labels, beta=2.0),
+        (jnp.asarray(logits),),
+        order=1,
+        modes=["rev"],
+        eps=1e-3,
+        atol=1e-2,
+        rtol=1e-2,
+    )
+
+
+def auc_m_reference(p, y, margin):
+    pos, neg = p[y == 1], p[y == 0]
+    return pos.var() + neg.var() + max(0.0, margin - (pos.mean() - neg.mean())) ** 2
+
+
+def test_auc_margin_loss_closed_form_and_min_max_objective(rng):
+    logits, labels = problem(rng, n=50)
+    probs = jax.nn.sigmoid(logits)
+    expected = auc_m_reference(np.asarray(probs, np.float64), labels, 1.0)
+    assert float(jl.auc_margin_loss(probs, labels)) == pytest.approx(expected, rel=1e-5)
+    # the min-max objective at its saddle point equals the closed form
+    p = np.asarray(probs, np.float64)
+    a, b = p[labels == 1].mean(), p[labels == 0].mean()
+    alpha = max(0.0, 1.0 - (a - b))
+    state = jl.AucMarginState(jnp.float32(a), jnp.float32(b), jnp.float32(alpha))
+    assert float(jl.auc_margin_objective(probs, labels, state)) == pytest.approx(expected, rel=1e-5)
+    # and alpha maximises it: its gradient in alpha vanishes there
+    grad_alpha = jax.grad(lambda s: jl.auc_margin_objective(probs, labels, s))(state).alpha
+    assert abs(float(grad_alpha)) < 1e-5
+    check_grads(
+        lambda q: jl.auc_margin_loss(q, labels),
+        (probs,),
+        order=1,
+        modes=["rev"],
+        eps=1e-3,
+        atol=1e-2,
+        rtol=1e-2,
+    )
+
+
+def smooth_ap_reference(s, y, tau):
+    s = s.astype(np.float64)
+    total = 0.0
+    for i in np.flatnonzero(y == 1):
+        sig = 1 / (1 + np.exp(-(s - s[i]) / tau))
+        sig[i] = 0.0
+        total += (1 + (sig * (y == 1)).sum()) / (1 + sig.sum())
+    return 1 - total / (y == 1).sum()
+
+
+def test_smooth_ap_against_reference_and_its_limit(rng):
+    logits, labels = problem(rng, n=40)
+    expected = smooth_ap_reference(logits, labels, 0.5)
+    assert float(jl.smooth_ap_loss(logits, labels, temperature=0.5)) == pytest.approx(
+        expected, rel=1e-5
+    )
+    sharp = jl.smooth_ap_loss(logits, labels, temperature=1e-6)
+    assert float(sharp) == pytest.approx(1 - float(jm.average_precision(logits, labels)), abs=1e-5)
+    check_grads(
+        lambda s: jl.smooth_ap_loss(s, labels, temperature=0.5),
+        (jnp.asarray(logits),),
+        order=1,
+        modes=["rev"],
+        eps=1e-3,
+        atol=1e-2,
+        rtol=1e-2,
+    )
+
+
+def test_recall_at_precision_objective(rng):
+    logits, labels = problem(rng, n=40)
+    lam = 0.7
+    s = logits.astype(np.float64)
+    pos, neg = labels == 1, labels == 0
+    l_pos = np.maximum(0, 1 - s[pos]).sum()
+    l_neg = np.maximum(0, 1 + s[neg]).sum()
+    expected = ((1 + lam) * l_pos + lam * 0.8 / 0.2 * l_neg - lam * pos.sum()) / pos.sum()
+    got = jl.recall_at_precision_objective(logits, labels, lam, min_precision=0.8)
+    assert float(got) == pytest.approx(expected, rel=1e-5)
+    with pytest.raises(ValueError, match="`min_precision`"):
+        jl.recall_at_precision_objective(logits, labels, lam, min_precision=1.0)
+
+
+LOSSES = {
+    "soft_f1": lambda s, y, **kw: jl.soft_f_beta_loss(s, y, **kw),
+    "pairwise_logistic": lambda s, y, **kw: jl.pairwise_auc_loss(s, y, **kw),
+    "pairwise_squared_hinge": lambda s, y, **kw: jl.pairwise_auc_loss(
+        s, y, surrogate="squared_hinge", **kw
+    ),
+    "auc_m": lambda s, y, **kw: jl.auc_margin_loss(jax.nn.sigmoid(s), y, **kw),
+    "smooth_ap": lambda s, y, **kw: jl.smooth_ap_loss(s, y, temperature=0.1, **kw),
+    "recall_at_precision": lambda s, y, **kw: jl.recall_at_precision_objective(
+        s, y, 0.5, min_precision=0.6, **kw
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_finite_gradients_at_extreme_logits_and_one_class_batches(name):
+    loss = LOSSES[name]
+    logits = jnp.array([1e4, -1e4, 3e3, -2e3, 0.0], jnp.float32)
+    for labels in ([1, 0, 0, 1, 1], [1, 1, 1, 1, 1], [0, 0, 0, 0, 0]):
+        labels = jnp.array(labels)
+        value, grad = jax.value_and_grad(lambda s: loss(s, labels))(logits)
+        assert np.isfinite(float(value)), (name, labels)
+        assert np.isfinite(np.asarray(grad)).all(), (name, labels)
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_padding_by_zero_weights_is_exact_and_jit_vmap_agree(rng, name):
+    loss = LOSSES[name]
+    logits, labels = problem(rng, n=30)
+    padded_logits = np.concatenate([logits, rng.normal(size=10).astype(np.float32)])
+    padded_labels = np.concatenate([labels, rng.integers(0, 2, 10)])
+    mask = np.concatenate([np.ones(30), np.zeros(10)]).astype(np.float32)
+    expected = float(loss(logits, labels))
+    assert float(loss(padded_logits, padded_labels, sample_weight=mask)) == pytest.approx(
+        expected, rel=1e-5, abs=1e-6
+    )
+    batch = np.stack([logits, logits[::-1]])
+    mapped = jax.vmap(lambda s: loss(s, labels))(batch)
+    jitted = jax.jit(lambda s: loss(s, labels))(batch)
+    assert float(mapped[0]) == pytest.approx(expected, rel=1e-5, abs=1e-6)
+    np.testing.assert_allclose(mapped, jitted, rtol=1e-5, atol=1e-6)
+
+
+def test_loss_option_errors(rng):
+    logits, labels = problem(rng)
+    with pytest.raises(ValueError, match="`surrogate`"):
+        jl.pairwise_auc_loss(logits, labels, surrogate="exponential")
+    with pytest.raises(ValueError, match="`temperature`"):
+        jl.soft_counts(logits, labels, temperature=0.0)
+    assert not math.isnan(float(jl.pairwise_auc_loss(logits, np.zeros_like(labels))))
