@@ -102,10 +102,12 @@ def _bincount_host(indices: np.ndarray, length: int) -> np.ndarray:
     return counts.reshape(indices.shape[:-1] + (length,)).astype(np.int32)
 
 
-def _bincount(indices: Array, length: int) -> Array:
+def _bincount(indices: Array, length: int, *, host_callback: bool = True) -> Array:
     """How often each of `length` values occurs in each row of `indices` (int32, last axis).
 
-    A scatter-add is slow on the CPU backend, numpy's bincount is not: a host callback there.
+    A scatter-add is slow on the CPU backend, numpy's bincount is not: a host callback there,
+    except inside `shard_map` over emulated CPU devices, where per-step callbacks from several
+    devices starve XLA's thread pool (seen to hang), so the scatter is used.
     """
 
     def on_cpu(indices: Array) -> Array:
@@ -119,6 +121,8 @@ def _bincount(indices: Array, length: int) -> Array:
         counts = jax.vmap(lambda r: jnp.zeros(length, jnp.int32).at[r].add(1))(rows)
         return counts.reshape(indices.shape[:-1] + (length,))
 
+    if not host_callback:
+        return elsewhere(indices)
     return jax.lax.platform_dependent(indices, cpu=on_cpu, default=elsewhere)
 
 
@@ -145,6 +149,7 @@ def resample_weights(
     *,
     sampling: str = "multinomial",
     stratify: Any = None,
+    host_callback: bool = True,
 ) -> Array:
     """Integer weights ``[len(resamples), num_samples]`` of the given resample indices.
 
@@ -152,6 +157,7 @@ def resample_weights(
     bootstrap; with `stratify`, each stratum is resampled within itself, so its size is fixed.
     "poisson": independent Poisson(1) weights, the streaming/sharded bootstrap.
     The weights of resample r depend only on (key, r): chunks and devices agree.
+    `host_callback=False` counts multinomial draws with a scatter instead of numpy (same result).
     """
     seed = _seed_words(key)
     sample = jnp.arange(num_samples, dtype=jnp.uint32)
@@ -166,7 +172,7 @@ def resample_weights(
         strata = _strata(jnp.asarray(stratify))
         within = (bits % strata.size.astype(jnp.uint32)).astype(jnp.int32)
         draws = strata.members[strata.offset + within]
-    return _bincount(draws, num_samples)
+    return _bincount(draws, num_samples, host_callback=host_callback)
 
 
 def _weighted(metric: Callable[..., Any], data: tuple[Array, ...], weights: Array) -> Array:
@@ -179,8 +185,7 @@ def _calls(total: int, chunk_size: int) -> tuple[int, int]:
     return chunks, chunks * chunk_size
 
 
-@functools.partial(jax.jit, static_argnums=(0,), static_argnames=("sampling", "chunks", "size"))
-def _resampled_values(metric, data, strata, key, first, *, sampling, chunks, size):
+def _resampled_body(metric, data, strata, key, first, *, sampling, chunks, size, on_mesh=False):
     """Metric values of resamples ``first + range(chunks * size)``, `size` per vmapped step.
 
     The loop over steps is compiled (`lax.map`), so XLA hoists work that does not depend on the
@@ -191,11 +196,57 @@ def _resampled_values(metric, data, strata, key, first, *, sampling, chunks, siz
     blocks = first + jnp.arange(chunks * size, dtype=jnp.int32).reshape(chunks, size)
 
     def step(resamples: Array) -> Array:
-        weights = resample_weights(key, resamples, num_samples, sampling=sampling, stratify=strata)
+        weights = resample_weights(
+            key,
+            resamples,
+            num_samples,
+            sampling=sampling,
+            stratify=strata,
+            host_callback=not on_mesh,
+        )
         return jax.vmap(lambda w: _weighted(metric, data, w))(weights)
 
     values = jax.lax.map(step, blocks)
     return values.reshape((chunks * size,) + values.shape[2:])
+
+
+_resampled_values = jax.jit(
+    _resampled_body, static_argnums=(0,), static_argnames=("sampling", "chunks", "size")
+)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1), static_argnames=("sampling", "chunks", "size"))
+def _sharded_values(metric, mesh, data, strata, key, first, *, sampling, chunks, size):
+    """`_resampled_body` on every device of a 1-D mesh, device d taking the d-th block.
+
+    Each resample's weights depend only on (key, resample index), so the devices need no
+    communication and the result equals the single-device one, resample for resample.
+    """
+    axis = mesh.axis_names[0]
+    replicated = jax.sharding.PartitionSpec()
+
+    def on_device(data, strata, key, first):
+        mine = first + jax.lax.axis_index(axis) * chunks * size
+        return _resampled_body(
+            metric,
+            data,
+            strata,
+            key,
+            mine,
+            sampling=sampling,
+            chunks=chunks,
+            size=size,
+            on_mesh=True,
+        )
+
+    return jax.shard_map(
+        on_device,
+        mesh=mesh,
+        in_specs=(replicated,) * 4,
+        out_specs=jax.sharding.PartitionSpec(axis),
+        # host callbacks (the CPU sort, the bincount) carry no varying-axis types
+        check_vma=False,
+    )(data, strata, key, first)
 
 
 @functools.partial(jax.jit, static_argnums=(0,), static_argnames=("chunks", "size"))
@@ -238,6 +289,7 @@ def bootstrap(
     method: str = "percentile",
     sampling: str = "multinomial",
     stratify: Any = None,
+    mesh: jax.sharding.Mesh | None = None,
     chunk_size: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> BootstrapResult:
@@ -266,6 +318,9 @@ def bootstrap(
       sampling: "multinomial" (n draws with replacement) or "poisson" (Poisson(1) weights).
       stratify: optional ``[n]`` stratum labels (e.g. the class labels): each stratum keeps its
         size in every resample (pROC's default for AUC). Multinomial sampling only.
+      mesh: optional 1-D `jax.sharding.Mesh`: the resamples are split over its devices (each
+        computes its own block of resample indices, no communication) and the result equals
+        the single-device one for the same key.
       chunk_size: resamples evaluated together per vmapped step; by default their weights take
         about 1 MB, which keeps the step in cache (memory stays bounded at any size).
       progress: optional ``progress(done, total)`` called after each chunk.
@@ -310,15 +365,27 @@ def bootstrap(
         chunk_size = max(1, min(num_resamples, _STEP_BYTES // (4 * num_samples)))
 
     estimate = _weighted(metric, arrays, jnp.ones(num_samples, jnp.int32))
-    chunks, per_call = _calls(num_resamples, chunk_size)
-    samples = _in_calls(
-        lambda first: _resampled_values(
-            metric, arrays, stratify, key, first, sampling=sampling, chunks=chunks, size=chunk_size
-        ),
-        num_resamples,
-        per_call,
-        progress,
-    )
+    options = dict(sampling=sampling, size=chunk_size)
+    if mesh is None:
+        chunks, per_call = _calls(num_resamples, chunk_size)
+
+        def compute(first: Array) -> Array:
+            return _resampled_values(metric, arrays, stratify, key, first, chunks=chunks, **options)
+
+    else:
+        if len(mesh.axis_names) != 1:
+            raise ValueError(f"`mesh` must be 1-D; got axes {mesh.axis_names}.")
+        devices = mesh.devices.size
+        chunks, per_device = _calls(-(-num_resamples // devices), chunk_size)
+        per_call = per_device * devices
+
+        def compute(first: Array) -> Array:
+            values = _sharded_values(
+                metric, mesh, arrays, stratify, key, first, chunks=chunks, **options
+            )
+            return jnp.asarray(np.asarray(values))  # gather the devices' blocks, in order
+
+    samples = _in_calls(compute, num_resamples, per_call, progress)
     undefined = jnp.isnan(samples)
     num_undefined = undefined.sum(axis=0)
     alpha = (1 - confidence) / 2

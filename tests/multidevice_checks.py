@@ -1,0 +1,82 @@
+"""Run by test_multidevice.py in a fresh process with four emulated CPU devices."""
+
+import os
+
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+from jax.sharding import NamedSharding, PartitionSpec  # noqa: E402
+
+import jaxmetrics as jm  # noqa: E402
+from jaxmetrics import streaming  # noqa: E402
+from jaxmetrics._src import resampling  # noqa: E402
+
+assert jax.device_count() == 4, jax.devices()
+mesh = jax.make_mesh((4,), ("devices",))
+rng = np.random.default_rng(0)
+labels = (rng.random(400) < 0.3).astype(np.int32)
+scores = np.round(rng.normal(size=400) + labels, 2).astype(np.float32)
+sharded = NamedSharding(mesh, PartitionSpec("devices"))
+
+
+# 1. psum-merged states equal the single-device state
+def per_device(s, y):
+    state = streaming.BinnedCurve.empty(60, low=-3, high=4).update(s, y)
+    return jax.lax.psum(state, "devices")
+
+
+merged = jax.jit(
+    jax.shard_map(
+        per_device,
+        mesh=mesh,
+        in_specs=(PartitionSpec("devices"),) * 2,
+        out_specs=PartitionSpec(),
+        check_vma=False,
+    )
+)(jax.device_put(scores, sharded), jax.device_put(labels, sharded))
+single = streaming.BinnedCurve.empty(60, low=-3, high=4).update(scores, labels)
+for a, b in zip(jax.tree_util.tree_leaves(merged), jax.tree_util.tree_leaves(single)):
+    np.testing.assert_array_equal(a, b)
+print("psum-merged BinnedCurve == single device")
+
+# 2. sharded bootstrap == single-device bootstrap for the same key
+for sampling in ("multinomial", "poisson"):
+    key = jax.random.key(11)
+    one = jm.bootstrap(jm.roc_auc, scores, labels, key=key, num_resamples=150, sampling=sampling)
+    four = jm.bootstrap(
+        jm.roc_auc, scores, labels, key=key, num_resamples=150, sampling=sampling, mesh=mesh
+    )
+    np.testing.assert_array_equal(np.asarray(one.samples), np.asarray(four.samples))
+    assert float(one.low) == float(four.low) and float(one.high) == float(four.high)
+print("sharded bootstrap == single device (multinomial, poisson)")
+
+# the resamples really are spread over the four devices
+values = resampling._sharded_values(
+    jm.roc_auc,
+    mesh,
+    (jax.numpy.asarray(scores), jax.numpy.asarray(labels)),
+    None,
+    jax.random.key(0),
+    jax.numpy.asarray(0),
+    sampling="poisson",
+    chunks=2,
+    size=4,
+)
+assert len(values.sharding.device_set) == 4 and values.shape == (32,)
+print("samples computed on", len(values.sharding.device_set), "devices")
+
+# 3. M models split over the devices
+models = np.stack([scores + 0.3 * rng.normal(size=400).astype(np.float32) for _ in range(8)])
+per_model = jax.jit(
+    jax.shard_map(
+        lambda s, y: jm.roc_auc(s, y),
+        mesh=mesh,
+        in_specs=(PartitionSpec("devices"), PartitionSpec()),
+        out_specs=PartitionSpec("devices"),
+        check_vma=False,
+    )
+)(jax.device_put(models, sharded), labels)
+np.testing.assert_allclose(np.asarray(per_model), np.asarray(jm.roc_auc(models, labels)), atol=1e-7)
+print("8 models split over 4 devices == one device")
+print("ALL OK")
