@@ -23,3 +23,15 @@ def test_surrogate_losses_quick():
         "DeLong",
     ):
         assert part in result.stdout
+
+
+def test_training_loop_on_four_emulated_devices():
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "training_loop.py")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("4 devices")
+    assert "test AUC" in result.stdout and "over 4 devices" in result.stdout
