@@ -362,7 +362,8 @@ def bootstrap(
                 f"got {stratify.shape}."
             )
     if chunk_size is None:
-        chunk_size = max(1, min(num_resamples, _STEP_BYTES // (4 * num_samples)))
+        # the whole first array counts: scores [M, n] make every resample cost M sorted passes
+        chunk_size = max(1, min(num_resamples, _STEP_BYTES // (4 * arrays[0].size)))
 
     estimate = _weighted(metric, arrays, jnp.ones(num_samples, jnp.int32))
     options = dict(sampling=sampling, size=chunk_size)

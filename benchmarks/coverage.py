@@ -1,0 +1,218 @@
+"""Do the intervals cover? Coverage of every interval method on simulated test sets.
+
+Binormal scores: negatives N(0, 1), positives N(mu, 1), so the true AUC is Phi(mu / sqrt(2))
+(seed 000). Each cell of the grid (test-set size n, prevalence, true AUC) simulates `sets`
+independent test sets with fixed class sizes n+ = max(2, round(prevalence * n)) and n- = n - n+,
+and records, for each 95% interval method, the share of intervals that contain the true AUC, the
+mean width, and the Monte-Carlo standard error of the coverage, sqrt(c (1 - c) / sets).
+
+The study is batched: the test sets are one axis (scores [sets, n]; DeLong treats them as `sets`
+"models" on shared labels), the resamples another (jaxmetrics.bootstrap draws them once for all
+test sets). Methods: DeLong, Hanley-McNeil, bootstrap percentile, basic and BCa, each bootstrap
+also stratified by class (pROC's default). BCa needs n leave-one-out evaluations per test set, so
+it runs only where n <= 1,000.
+
+For recall, the true recall at threshold 0 is 1 - Phi(-mu); the number of detected positives is
+Binomial(n+, recall), simulated directly, and Wilson, Clopper-Pearson, Agresti-Coull and the
+plain normal (Wald) intervals are scored the same way.
+
+    python benchmarks/coverage.py --quick   # one cell, seconds (the test suite runs this)
+    python benchmarks/coverage.py           # the full grid; writes benchmarks/results/coverage.*
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import time
+from pathlib import Path
+from statistics import NormalDist
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jaxmetrics as jm
+
+RESULTS = Path(__file__).resolve().parent / "results"
+NORMAL = NormalDist()
+
+
+def binormal_mean(auc: float) -> float:
+    """mu such that Phi(mu / sqrt(2)) = auc."""
+    return math.sqrt(2) * NORMAL.inv_cdf(auc)
+
+
+def simulate(key, sets: int, n: int, prevalence: float, auc: float):
+    positives = max(2, round(prevalence * n))
+    labels = np.zeros(n, np.int32)
+    labels[:positives] = 1
+    noise = jax.random.normal(key, (sets, n))
+    scores = noise + binormal_mean(auc) * jnp.asarray(labels)
+    return scores.astype(jnp.float32), labels
+
+
+def score(low, high, truth) -> dict:
+    low, high = np.asarray(low, np.float64), np.asarray(high, np.float64)
+    covered = (low <= truth) & (truth <= high)
+    coverage = float(covered.mean())
+    return {
+        "coverage": coverage,
+        "mc_error": math.sqrt(max(coverage * (1 - coverage), 1e-12) / covered.size),
+        "mean_width": float((high - low).mean()),
+    }
+
+
+def auc_cell(key, sets, n, prevalence, auc, resamples, with_bca) -> dict:
+    scores, labels = simulate(key, sets, n, prevalence, auc)
+    positives = int(labels.sum())
+    out = {}
+    delong = jm.delong(scores, labels)
+    out["DeLong"] = score(delong.low, delong.high, auc)
+    z = NORMAL.inv_cdf(0.975)
+    se = jm.hanley_mcneil_standard_error(delong.auc, positives, n - positives)
+    out["Hanley-McNeil"] = score(
+        jnp.clip(delong.auc - z * se, 0, 1), jnp.clip(delong.auc + z * se, 0, 1), auc
+    )
+    for stratified in (False, True):
+        suffix = " (stratified)" if stratified else ""
+        method = "bca" if with_bca else "percentile"
+        result = jm.bootstrap(
+            jm.roc_auc,
+            scores,
+            labels,
+            key=jax.random.fold_in(key, 7 + stratified),
+            num_resamples=resamples,
+            method=method,
+            stratify=labels if stratified else None,
+        )
+        samples = result.samples
+        low = jnp.nanquantile(samples, 0.025, axis=0)
+        high = jnp.nanquantile(samples, 0.975, axis=0)
+        out["percentile" + suffix] = score(low, high, auc)
+        out["basic" + suffix] = score(2 * result.estimate - high, 2 * result.estimate - low, auc)
+        if with_bca:
+            out["BCa" + suffix] = score(result.low, result.high, auc)
+    return out
+
+
+def recall_cell(key, sets, positives, recall) -> dict:
+    successes = jax.random.binomial(key, positives, recall, (sets,)).astype(jnp.float32)
+    trials = jnp.full((sets,), float(positives))
+    out = {}
+    for name, method in (
+        ("Wilson", jm.wilson_interval),
+        ("Clopper-Pearson", jm.clopper_pearson_interval),
+        ("Agresti-Coull", jm.agresti_coull_interval),
+    ):
+        low, high = method(successes, trials)
+        out[name] = score(low, high, recall)
+    p = successes / trials
+    half = NORMAL.inv_cdf(0.975) * jnp.sqrt(p * (1 - p) / trials)
+    out["normal (Wald)"] = score(p - half, p + half, recall)
+    return out
+
+
+def markdown(rows: list[dict], kind: str) -> str:
+    methods = list(rows[0]["methods"])
+    if kind == "auc":
+        header = "| n | prevalence | n+ | AUC | " + " | ".join(methods) + " |"
+    else:
+        header = "| n+ | recall | " + " | ".join(methods) + " |"
+    lines = [header, "|" + "---|" * (header.count("|") - 1)]
+    for row in rows:
+        cells = []
+        for method in methods:
+            m = row["methods"].get(method)
+            cells.append("–" if m is None else f"{m['coverage']:.3f} ({m['mean_width']:.3f})")
+        if kind == "auc":
+            lead = f"| {row['n']} | {row['prevalence']:.0%} | {row['positives']} | {row['auc']} | "
+        else:
+            lead = f"| {row['positives']} | {row['recall']} | "
+        lines.append(lead + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one cell: n = 1000, AUC 0.75, 50%")
+    parser.add_argument("--sets", type=int, default=None, help="simulated test sets per cell")
+    parser.add_argument("--resamples", type=int, default=None, help="bootstrap resamples")
+    args = parser.parse_args()
+    sets = args.sets or 300
+    resamples = args.resamples or (300 if args.quick else 400)
+    if args.quick:
+        sizes, prevalences, aucs = [1000], [0.5], [0.75]
+    else:
+        sizes, prevalences, aucs = [50, 200, 1000, 10000], [0.5, 0.1, 0.01], [0.6, 0.75, 0.9, 0.98]
+    started = time.perf_counter()
+    key = jax.random.key(2026)
+    auc_rows = []
+    for n in sizes:
+        for prevalence in prevalences:
+            for auc in aucs:
+                key, cell_key = jax.random.split(key)
+                methods = auc_cell(
+                    cell_key,
+                    sets,
+                    n,
+                    prevalence,
+                    auc,
+                    resamples,
+                    with_bca=n <= 1000 and not args.quick,
+                )
+                positives = max(2, round(prevalence * n))
+                auc_rows.append(
+                    dict(n=n, prevalence=prevalence, positives=positives, auc=auc, methods=methods)
+                )
+                summary = ", ".join(f"{k} {v['coverage']:.3f}" for k, v in methods.items())
+                print(
+                    f"n={n:>5} prevalence={prevalence:<4} n+={positives:<4} AUC={auc}: {summary}",
+                    flush=True,
+                )
+    recall_rows = []
+    for positives in sorted({max(2, round(p * n)) for n in sizes for p in prevalences}):
+        for recall in [0.8] if args.quick else [0.5, 0.8, 0.95, 0.99]:
+            key, cell_key = jax.random.split(key)
+            recall_rows.append(
+                dict(
+                    positives=positives,
+                    recall=recall,
+                    methods=recall_cell(cell_key, sets * 10, positives, recall),
+                )
+            )
+    seconds = time.perf_counter() - started
+    print("\nAUC: coverage of nominal 95% intervals (mean width)")
+    print(markdown(auc_rows, "auc"))
+    print("\nrecall: coverage of nominal 95% intervals (mean width)")
+    print(markdown(recall_rows, "recall"))
+    print(
+        f"\n{sets} test sets per AUC cell ({sets * 10} per recall cell), {resamples} resamples; "
+        f"{seconds:.0f} s on {jax.default_backend()} ({platform.processor() or platform.machine()})"
+    )
+    if not args.quick:
+        RESULTS.mkdir(exist_ok=True)
+        record = dict(
+            sets=sets,
+            resamples=resamples,
+            seconds=seconds,
+            backend=jax.default_backend(),
+            jax=jax.__version__,
+            date=time.strftime("%Y-%m-%d %H:%M"),
+            auc=auc_rows,
+            recall=recall_rows,
+        )
+        (RESULTS / "coverage.json").write_text(json.dumps(record, indent=1) + "\n")
+        (RESULTS / "coverage.md").write_text(
+            "# Coverage of nominal 95% intervals (mean width)\n\n## AUC\n\n"
+            + markdown(auc_rows, "auc")
+            + "\n\n## Recall\n\n"
+            + markdown(recall_rows, "recall")
+            + f"\n\n{sets} test sets per AUC cell, {resamples} resamples, {seconds:.0f} s.\n"
+        )
+
+
+if __name__ == "__main__":
+    main()
