@@ -89,7 +89,7 @@ def confusion_matrix(
         code = labels.astype(jnp.int32) * num_classes + predictions.astype(jnp.int32)
         ranked = sorting.rank(code.astype(jnp.float32))  # codes < 2^24 are exact in float32
         tallies = sorting.tally(ranked, jnp.zeros_like(code), weights)
-        total = sorting.prefix_sum(tallies.weights)
+        total = tallies.negative  # every sample is a "negative" here: the prefix of all weight
         edges = jnp.arange(cells + 1, dtype=jnp.float32) - 0.5
         cumulative = sorting.at_thresholds(ranked, total, edges, inclusive=False)
         return jnp.diff(cumulative).reshape(num_classes, num_classes)

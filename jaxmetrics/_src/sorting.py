@@ -134,7 +134,7 @@ class Tallies(NamedTuple):
     """Per-sample weights in the ranked order and their exclusive prefix sums (length n + 1)."""
 
     positive_weights: Array  # (n,) weight of position i if it holds a positive, else 0
-    weights: Array  # (n,) weight of position i
+    weights: Array | None  # (n,) weight of position i; None when every weight is 1
     nonzero: Array  # (n + 1,) number of samples with non-zero weight among the j smallest
 
     @property
@@ -145,6 +145,8 @@ class Tallies(NamedTuple):
     @property
     def negative(self) -> Array:
         """(n + 1,) weight of negatives among the j smallest scores."""
+        if self.weights is None:  # unit weights: everyone below minus the positives, no scan
+            return self.nonzero - self.positive
         return prefix_sum(self.weights - self.positive_weights)
 
     @property
@@ -153,6 +155,8 @@ class Tallies(NamedTuple):
 
     @property
     def total_negative(self) -> Array:
+        if self.weights is None:
+            return self.positive_weights.shape[0] - self.positive_weights.sum()
         return (self.weights - self.positive_weights).sum()
 
 
@@ -172,8 +176,7 @@ def tally(ranked: Ranked, labels: Array, weights: Array | None) -> Tallies:
     dtype = count_dtype(weights)
     labels = labels[ranked.order].astype(dtype)
     if weights is None:
-        ones = jnp.ones_like(labels)
         everyone = jnp.arange(labels.shape[0] + 1, dtype=jnp.int32)
-        return Tallies(labels, ones, everyone)
+        return Tallies(labels, None, everyone)
     weights = weights[ranked.order].astype(dtype)
     return Tallies(weights * labels, weights, prefix_sum((weights != 0).astype(jnp.int32)))
