@@ -81,8 +81,12 @@ def _groups(ranked: sorting.Ranked, tallies: sorting.Tallies) -> _Groups:
     )
 
 
-def _point_below(ranked: sorting.Ranked, tallies: sorting.Tallies, groups: _Groups):
-    """(exists, tp, fp) of the next real point below each group (the next lower threshold)."""
+def _neighbours(ranked: sorting.Ranked, tallies: sorting.Tallies, groups: _Groups):
+    """For each group: is it between two real points, and (tp, fp) of the next point below.
+
+    "Below" is the next lower threshold; the point above is `groups.tp_above`/`fp_above`.
+    A group without a neighbour on either side is an end of the curve and always kept.
+    """
     n = ranked.scores.shape[0]
     position = jnp.arange(n, dtype=jnp.int32)
     has_weight = (tallies.nonzero[1:] - tallies.nonzero[:-1]) > 0
@@ -92,7 +96,9 @@ def _point_below(ranked: sorting.Ranked, tallies: sorting.Tallies, groups: _Grou
         ranked.group_start > 0, last_weighted[jnp.maximum(ranked.group_start - 1, 0)], -1
     )
     start_below = ranked.group_start[jnp.maximum(below, 0)]
-    return below >= 0, groups.tp[start_below], groups.fp[start_below]
+    has_above = tallies.nonzero[-1] - tallies.nonzero[ranked.group_stop] > 0
+    interior = (below >= 0) & has_above
+    return interior, groups.tp[start_below], groups.fp[start_below]
 
 
 def _compact(keep: Array, *arrays: Array) -> tuple[Array, ...]:
@@ -230,12 +236,11 @@ def roc_curve(
         ranked, tallies, groups = _rank_and_tally(scores, labels, weights)
         keep = groups.is_point
         if drop_intermediate:
-            has_below, tp_below, fp_below = _point_below(ranked, tallies, groups)
-            has_above = tallies.nonzero[-1] - tallies.nonzero[ranked.group_stop] > 0
+            interior, tp_below, fp_below = _neighbours(ranked, tallies, groups)
             bends = (tp_below - 2 * groups.tp + groups.tp_above != 0) | (
                 fp_below - 2 * groups.fp + groups.fp_above != 0
             )
-            keep = keep & (~has_below | ~has_above | bends)
+            keep = keep & (~interior | bends)
         # highest threshold first, after the (0, 0) point at +inf
         flip = lambda x: x[::-1]  # noqa: E731
         zero = jnp.zeros(1, groups.tp.dtype)
@@ -270,10 +275,9 @@ def precision_recall_curve(
         ranked, tallies, groups = _rank_and_tally(scores, labels, weights)
         keep = groups.is_point
         if drop_intermediate:
-            has_below, tp_below, _ = _point_below(ranked, tallies, groups)
-            has_above = tallies.nonzero[-1] - tallies.nonzero[ranked.group_stop] > 0
+            interior, tp_below, _ = _neighbours(ranked, tallies, groups)
             changes = (tp_below != groups.tp) | (groups.tp_above != groups.tp)
-            keep = keep & (~has_below | ~has_above | changes)
+            keep = keep & (~interior | changes)
         zero = jnp.zeros(1, groups.tp.dtype)
         tp, fp, thresholds, valid = _compact(
             jnp.concatenate([keep, jnp.ones(1, bool)]),
