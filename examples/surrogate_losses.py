@@ -17,7 +17,7 @@ initialisation), trained in one vmapped program per configuration; the test metr
 jaxmetrics' own, and each surrogate is compared with BCE by a DeLong test per seed and a
 bootstrap interval (jaxmetrics.bootstrap) of the mean paired difference over seeds.
 
-    python examples/surrogate_losses.py            # 10 seeds, about 3 minutes on 2 CPU cores
+    python examples/surrogate_losses.py            # 10 seeds, 22 minutes on 2 busy CPU cores
     python examples/surrogate_losses.py --quick    # 2 seeds, small sizes, under a minute
 """
 
