@@ -200,6 +200,38 @@ def surrogate_row(n, repeats):
     )
 
 
+def streaming_row(batch, num_batches, repeats):
+    """Update throughput of a 1,000-threshold BinnedCurve (jit, one batch per call)."""
+    from jaxmetrics import streaming
+
+    scores, labels = binormal(batch * num_batches)
+    batches = [
+        (
+            jax.device_put(scores[i * batch : (i + 1) * batch]),
+            jax.device_put(labels[i * batch : (i + 1) * batch]),
+        )
+        for i in range(num_batches)
+    ]
+    update = jax.jit(lambda state, s, y: state.update(s, y))
+    empty = streaming.BinnedCurve.empty(1000, low=-4.0, high=5.0)
+    update(empty, *batches[0])
+
+    def stream():
+        state = empty
+        for s, y in batches:
+            state = update(state, s, y)
+        return state.tp
+
+    t = best_time(stream, repeats)
+    return dict(
+        work=f"BinnedCurve(1000 thresholds).update, {num_batches} batches of {batch}",
+        jaxmetrics_s=t,
+        sklearn_s=float("nan"),
+        speedup=float("nan"),
+        samples_per_s=batch * num_batches / t,
+    )
+
+
 def memory_probe(n, num_resamples):
     """Run in a fresh process: peak resident memory of a large bootstrap (ru_maxrss)."""
     import resource
@@ -293,6 +325,9 @@ def main() -> int:
     rows = ranking_rows(sizes, args.repeats)
     rows.append(threshold_grid_row(10**5 if args.quick else 10**6, 1000, args.repeats))
     rows.append(surrogate_row(2 * 10**4 if args.quick else 2 * 10**5, args.repeats))
+    rows.append(
+        streaming_row(4096 if args.quick else 65536, 10 if args.quick else 50, args.repeats)
+    )
     if args.quick:
         rows += bootstrap_rows(10**4, 200, 1)
     else:
