@@ -24,7 +24,7 @@ def test_true_auc_of_the_simulation_matches_a_very_large_sample():
 
 def test_delong_and_percentile_cover_95_percent_at_n_1000():
     sets = 300
-    cell = coverage.auc_cell(jax.random.key(1), sets, 1000, 0.5, 0.75, 300, with_bca=False)
+    cell = coverage.auc_cell(jax.random.key(1), sets, 1000, 0.5, 0.75, 200, with_bca=False)
     tolerance = 3 * math.sqrt(0.95 * 0.05 / sets)  # three Monte-Carlo standard errors
     for method in ("DeLong", "percentile", "percentile (stratified)"):
         assert abs(cell[method]["coverage"] - 0.95) < tolerance, (method, cell[method])

@@ -34,7 +34,7 @@ def two_models(tmp_path_factory):
 
 
 def test_demo_runs_and_prints_the_report():
-    result = run("--demo", "--resamples", "200")
+    result = run("--demo", "--resamples", "100")
     assert result.returncode == 0, result.stderr
     for part in (
         "prevalence",
@@ -48,7 +48,7 @@ def test_demo_runs_and_prints_the_report():
         "A - B",
     ):
         assert part in result.stdout
-    assert "bootstrap ROC AUC: 200/200" in result.stderr  # progress
+    assert "bootstrap ROC AUC: 100/100" in result.stderr  # progress
 
 
 def test_csv_json_numbers_equal_the_library_and_plots_are_pngs(two_models, tmp_path):
@@ -64,7 +64,7 @@ def test_csv_json_numbers_equal_the_library_and_plots_are_pngs(two_models, tmp_p
         "--score",
         "model_b",
         "--resamples",
-        "300",
+        "150",
         "--seed",
         "3",
         "--cost-fp",
@@ -86,7 +86,7 @@ def test_csv_json_numbers_equal_the_library_and_plots_are_pngs(two_models, tmp_p
         float(jm.average_precision(b, labels)), abs=1e-6
     )
     booted = jm.bootstrap(
-        jm.roc_auc, np.stack([a, b]), labels, key=__import__("jax").random.key(3), num_resamples=300
+        jm.roc_auc, np.stack([a, b]), labels, key=__import__("jax").random.key(3), num_resamples=150
     )
     assert model_a["roc_auc"]["low"] == pytest.approx(float(booted.low[0]), abs=1e-6)
     delong = jm.delong(np.stack([a, b]), labels)
