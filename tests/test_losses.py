@@ -17,6 +17,11 @@ SURROGATE_TERMS = {
 }
 
 
+def first_order_gradients(f, x, tolerance):
+    """Reverse-mode gradients of `f` at `x` against finite differences."""
+    check_grads(f, (x,), order=1, modes=["rev"], eps=1e-3, atol=tolerance, rtol=tolerance)
+
+
 def pair_matrix_loss(logits, labels, weights, surrogate, margin):
     """Reference: the n+ x n- pair matrix, in float64."""
     s = logits.astype(np.float64)
@@ -53,15 +58,7 @@ def test_pairwise_auc_loss_equals_the_pair_matrix(rng, surrogate, ties, weighted
 def test_pairwise_auc_loss_gradients(rng, surrogate):
     logits, labels = problem(rng, n=20)
     f = lambda s: jl.pairwise_auc_loss(s, labels, surrogate=surrogate)  # noqa: E731
-    check_grads(
-        f,
-        (jnp.asarray(logits, jnp.float32),),
-        order=1,
-        modes=["rev"],
-        eps=1e-3,
-        atol=2e-2,
-        rtol=2e-2,
-    )
+    first_order_gradients(f, jnp.asarray(logits, jnp.float32), tolerance=2e-2)
 
     # the O(n log n) hinge gradient equals the pair-matrix gradient (autodiff of the matrix form)
     def matrix_form(s):
@@ -104,14 +101,8 @@ def test_soft_counts_and_f_beta_reach_the_hard_metric(rng):
 
 def test_soft_f_beta_gradients(rng):
     logits, labels = problem(rng, n=30)
-    check_grads(
-        lambda s: jl.soft_f_beta_loss(s, labels, beta=2.0),
-        (jnp.asarray(logits),),
-        order=1,
-        modes=["rev"],
-        eps=1e-3,
-        atol=1e-2,
-        rtol=1e-2,
+    first_order_gradients(
+        lambda s: jl.soft_f_beta_loss(s, labels, beta=2.0), jnp.asarray(logits), tolerance=1e-2
     )
 
 
@@ -134,15 +125,7 @@ def test_auc_margin_loss_closed_form_and_min_max_objective(rng):
     # and alpha maximises it: its gradient in alpha vanishes there
     grad_alpha = jax.grad(lambda s: jl.auc_margin_objective(probs, labels, s))(state).alpha
     assert abs(float(grad_alpha)) < 1e-5
-    check_grads(
-        lambda q: jl.auc_margin_loss(q, labels),
-        (probs,),
-        order=1,
-        modes=["rev"],
-        eps=1e-3,
-        atol=1e-2,
-        rtol=1e-2,
-    )
+    first_order_gradients(lambda q: jl.auc_margin_loss(q, labels), probs, tolerance=1e-2)
 
 
 def smooth_ap_reference(s, y, tau):
@@ -163,14 +146,8 @@ def test_smooth_ap_against_reference_and_its_limit(rng):
     )
     sharp = jl.smooth_ap_loss(logits, labels, temperature=1e-6)
     assert float(sharp) == pytest.approx(1 - float(jm.average_precision(logits, labels)), abs=1e-5)
-    check_grads(
-        lambda s: jl.smooth_ap_loss(s, labels, temperature=0.5),
-        (jnp.asarray(logits),),
-        order=1,
-        modes=["rev"],
-        eps=1e-3,
-        atol=1e-2,
-        rtol=1e-2,
+    first_order_gradients(
+        lambda s: jl.smooth_ap_loss(s, labels, temperature=0.5), jnp.asarray(logits), tolerance=1e-2
     )
 
 
