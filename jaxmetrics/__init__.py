@@ -1,11 +1,13 @@
 """jaxmetrics: exact, batched classification metrics in JAX."""
 
+from jaxmetrics._src.calibration import ReliabilityBins as ReliabilityBins
 from jaxmetrics._src.calibration import ReliabilityTable as ReliabilityTable
 from jaxmetrics._src.calibration import brier_score as brier_score
 from jaxmetrics._src.calibration import expected_calibration_error as expected_calibration_error
 from jaxmetrics._src.calibration import log_loss as log_loss
 from jaxmetrics._src.calibration import mean_absolute_error as mean_absolute_error
 from jaxmetrics._src.calibration import r2_score as r2_score
+from jaxmetrics._src.calibration import reliability_bins as reliability_bins
 from jaxmetrics._src.calibration import reliability_table as reliability_table
 from jaxmetrics._src.calibration import root_mean_squared_error as root_mean_squared_error
 from jaxmetrics._src.counts import Counts as Counts
@@ -64,6 +66,7 @@ __all__ = [
     "DeLongTest",
     "PairedDifference",
     "PrCurve",
+    "ReliabilityBins",
     "ReliabilityTable",
     "RocCurve",
     "accuracy",
@@ -101,6 +104,7 @@ __all__ = [
     "r2_score",
     "recall",
     "recall_at_precision",
+    "reliability_bins",
     "reliability_table",
     "resample_weights",
     "roc_auc",

@@ -77,7 +77,10 @@ def test_reliability_table_matches_calibration_curve(rng, strategy):
 
 
 def test_empty_bins_are_kept_and_one_lands_in_the_last_bin():
-    table = jm.reliability_table([0.05, 0.1, 1.0], [0, 1, 1], num_bins=4)
+    frac, mean, count = jm.reliability_table([0.05, 0.1, 1.0], [0, 1, 1], num_bins=4)
+    np.testing.assert_array_equal(count, [2, 0, 0, 1])
+    table = jm.reliability_bins([0.05, 0.1, 1.0], [0, 1, 1], num_bins=4)
+    np.testing.assert_allclose(table.edges, [0, 0.25, 0.5, 0.75, 1.0])
     np.testing.assert_array_equal(table.count, [2, 0, 0, 1])
     assert math.isnan(float(table.fraction_positive[1]))
     assert float(table.low[0]) < 0.5 < float(table.high[0])  # Wilson interval of 1/2

@@ -69,6 +69,8 @@ def test_auc_interval_agrees_with_an_sklearn_resampling_loop(rng):
     low, high = np.percentile(loop, [2.5, 97.5])
     se = np.std(loop)
     assert float(ours.estimate) == pytest.approx(skm.roc_auc_score(labels, scores), abs=1e-6)
+    estimate, low, high, standard_error, samples = ours  # the spec's five fields
+    assert samples.shape == (1000,)
     # two independent sets of 1,000 resamples: endpoints agree to a fraction of the SE
     assert float(ours.low) == pytest.approx(low, abs=0.3 * se)
     assert float(ours.high) == pytest.approx(high, abs=0.3 * se)

@@ -87,16 +87,24 @@ class ReliabilityTable(NamedTuple):
     """Per-bin calibration, ``[*batch, num_bins]`` each; empty bins are kept (count 0, NaN rates).
 
     `fraction_positive[count > 0]` and `mean_predicted[count > 0]` equal what
-    `sklearn.calibration.calibration_curve` returns; `low`/`high` are 95% Wilson intervals of the
-    fraction of positives.
+    `sklearn.calibration.calibration_curve` returns.
     """
+
+    fraction_positive: Array
+    mean_predicted: Array
+    count: Array
+
+
+class ReliabilityBins(NamedTuple):
+    """`ReliabilityTable`'s fields, the bins' 95% Wilson interval of the fraction of positives
+    (`low`, `high`; NaN for empty bins) and the bin `edges` (``[*batch, num_bins + 1]``)."""
 
     fraction_positive: Array
     mean_predicted: Array
     count: Array
     low: Array
     high: Array
-    edges: Array  # [*batch, num_bins + 1]
+    edges: Array
 
 
 def _bin_edges(probs: Array, num_bins: int, strategy: str) -> Array:
@@ -133,6 +141,42 @@ def _binned(probs: Array, labels: Array, num_bins: int, strategy: str):
     return count, positives, mass, edges
 
 
+def _check_binning(num_bins: Any, strategy: str) -> None:
+    if strategy not in _STRATEGIES:
+        raise ValueError(f"`strategy` must be one of {_STRATEGIES}; got {strategy!r}.")
+    if not isinstance(num_bins, int) or num_bins < 1:
+        raise ValueError(f"`num_bins` must be a positive int; got {num_bins!r}.")
+
+
+def reliability_bins(
+    probs: Any,
+    labels: Any,
+    *,
+    num_bins: int = 10,
+    strategy: str = "uniform",
+    confidence: float = 0.95,
+) -> ReliabilityBins:
+    """`reliability_table` with a Wilson interval per bin and the bin edges (for diagrams)."""
+    _check_binning(num_bins, strategy)
+    probs, labels, _, invalid = _probability_inputs(probs, labels)
+
+    def kernel(probs: Array, labels: Array) -> ReliabilityBins:
+        count, positives, mass, edges = _binned(probs, labels, num_bins, strategy)
+        low, high = intervals.wilson_bounds(
+            positives.astype(probs.dtype), count.astype(probs.dtype), confidence=confidence
+        )
+        return ReliabilityBins(
+            safe_divide(positives, count, jnp.nan),
+            safe_divide(mass, count, jnp.nan),
+            count,
+            low,
+            high,
+            edges,
+        )
+
+    return validation.nan_where(invalid, validation.map_batch(kernel, probs, labels))
+
+
 def reliability_table(
     probs: Any, labels: Any, *, num_bins: int = 10, strategy: str = "uniform"
 ) -> ReliabilityTable:
@@ -140,30 +184,17 @@ def reliability_table(
 
     Same bins as `sklearn.calibration.calibration_curve` ("uniform": equal width on [0, 1];
     "quantile": edges at the quantiles of `probs`, linear interpolation); empty bins are marked
-    by ``count == 0`` instead of being dropped, so the output has a fixed shape.
+    by ``count == 0`` instead of being dropped, so the output has a fixed shape. Returns
+    ``(fraction_positive, mean_predicted, count)``; `reliability_bins` adds per-bin Wilson
+    intervals and the edges.
 
     >>> import jaxmetrics as jm
     >>> table = jm.reliability_table([0.1, 0.3, 0.35, 0.8, 0.9], [0, 0, 1, 1, 1], num_bins=2)
     >>> [int(c) for c in table.count], [float(f) for f in table.fraction_positive]
     ([3, 2], [0.3333333432674408, 1.0])
     """
-    if strategy not in _STRATEGIES:
-        raise ValueError(f"`strategy` must be one of {_STRATEGIES}; got {strategy!r}.")
-    if not isinstance(num_bins, int) or num_bins < 1:
-        raise ValueError(f"`num_bins` must be a positive int; got {num_bins!r}.")
-    probs, labels, _, invalid = _probability_inputs(probs, labels)
-
-    def kernel(probs: Array, labels: Array) -> ReliabilityTable:
-        count, positives, mass, edges = _binned(probs, labels, num_bins, strategy)
-        fraction = safe_divide(positives, count, jnp.nan)
-        low, high = intervals.wilson_bounds(
-            positives.astype(probs.dtype), count.astype(probs.dtype)
-        )
-        return ReliabilityTable(
-            fraction, safe_divide(mass, count, jnp.nan), count, low, high, edges
-        )
-
-    return validation.nan_where(invalid, validation.map_batch(kernel, probs, labels))
+    bins = reliability_bins(probs, labels, num_bins=num_bins, strategy=strategy)
+    return ReliabilityTable(bins.fraction_positive, bins.mean_predicted, bins.count)
 
 
 def expected_calibration_error(

@@ -286,7 +286,7 @@ def evaluate(
             for rule, t in choices
         ]
         if is_probability:
-            table = jm.reliability_table(scores[m], labels, num_bins=10)
+            table = jm.reliability_bins(scores[m], labels, num_bins=10)
             model["calibration"] = {
                 "brier": float(jm.brier_score(scores[m], labels)),
                 "log_loss": float(jm.log_loss(scores[m], labels)),

@@ -42,8 +42,9 @@ class BootstrapResult(NamedTuple):
     """Bootstrap estimate and interval of a metric.
 
     Fields have the metric's output shape, except `samples`: ``[num_resamples, *shape]``.
-    `num_undefined` counts the resamples in which the metric was undefined (NaN, e.g. one class
-    drawn); they are left out of the interval and the standard error, never averaged in as zeros.
+    `num_undefined` (a property, so the tuple keeps the spec's five fields) counts the resamples
+    in which the metric was undefined (NaN, e.g. one class drawn); they are left out of the
+    interval and the standard error, never averaged in as zeros.
     """
 
     estimate: Array
@@ -51,7 +52,10 @@ class BootstrapResult(NamedTuple):
     high: Array
     standard_error: Array
     samples: Array
-    num_undefined: Array
+
+    @property
+    def num_undefined(self) -> Array:
+        return jnp.isnan(self.samples).sum(axis=0)
 
 
 def _mix(x: Array) -> Array:
@@ -387,8 +391,6 @@ def bootstrap(
             return jnp.asarray(np.asarray(values))  # gather the devices' blocks, in order
 
     samples = _in_calls(compute, num_resamples, per_call, progress)
-    undefined = jnp.isnan(samples)
-    num_undefined = undefined.sum(axis=0)
     alpha = (1 - confidence) / 2
     if method == "bca":
         chunks, per_call = _calls(num_samples, chunk_size)
@@ -406,7 +408,7 @@ def bootstrap(
     if method == "basic":
         low, high = 2 * estimate - high, 2 * estimate - low
     standard_error = jnp.nanstd(samples, axis=0, ddof=1)
-    return BootstrapResult(estimate, low, high, standard_error, samples, num_undefined)
+    return BootstrapResult(estimate, low, high, standard_error, samples)
 
 
 def _bca_levels(samples: Array, estimate: Array, jackknife: Array, alpha: float) -> Array:
