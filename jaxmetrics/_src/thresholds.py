@@ -20,11 +20,14 @@ from jaxmetrics._src.ranking import _Groups, _rank_and_tally
 Array = jax.Array
 
 
-def _search(scores, labels, sample_weight, objective, *, prefer_low_threshold: bool):
+def _search(
+    scores, labels, sample_weight, objective, *, prefer_low_threshold: bool, flag_nothing=None
+):
     """Best (value, threshold) of `objective(groups) -> (value, feasible)` over distinct scores.
 
     Infeasible everywhere gives (NaN, NaN). Ties in value go to the lowest threshold when
-    `prefer_low_threshold`, else to the highest.
+    `prefer_low_threshold`, else to the highest. `flag_nothing(groups) -> value`, when given,
+    scores the threshold +inf, which wins only if strictly better.
     """
     scores, labels, weights, invalid = validation.binary_inputs(scores, labels, sample_weight)
 
@@ -39,10 +42,14 @@ def _search(scores, labels, sample_weight, objective, *, prefer_low_threshold: b
         else:
             best = value.shape[0] - 1 - jnp.argmax(value[::-1])
         found = candidate.any()
-        return (
-            jnp.where(found, value[best], jnp.nan),
-            jnp.where(found, ranked.scores[best], jnp.nan),
-        )
+        best_value = jnp.where(found, value[best], jnp.nan)
+        best_threshold = jnp.where(found, ranked.scores[best], jnp.nan)
+        if flag_nothing is not None:
+            nothing = flag_nothing(groups)
+            better = nothing > best_value
+            best_value = jnp.where(better, nothing, best_value)
+            best_threshold = jnp.where(better, jnp.inf, best_threshold)
+        return best_value, best_threshold
 
     result = validation.map_batch(kernel, scores, labels, weights)
     return validation.nan_where(invalid, result)
@@ -130,15 +137,19 @@ def min_expected_cost(
         total = groups.total_positive.astype(jnp.float32) + n
         return -(cost_fp * fp + cost_fn * fn) / total, True
 
-    value, threshold = _search(scores, labels, sample_weight, objective, prefer_low_threshold=True)
-    # flagging nothing costs every positive
-    scores, labels, weights, _ = validation.binary_inputs(scores, labels, sample_weight)
-    w = jnp.ones(labels.shape, jnp.float32) if weights is None else weights.astype(jnp.float32)
-    w, labels = jnp.broadcast_arrays(w, labels)
-    nothing = cost_fn * (w * labels).sum(-1) / w.sum(-1)
-    cost = -value
-    better = nothing < cost
-    return jnp.where(better, nothing, cost), jnp.where(better, jnp.inf, threshold)
+    def flag_nothing(groups: _Groups) -> Array:  # every positive is missed
+        p = groups.total_positive.astype(jnp.float32)
+        return -cost_fn * p / (p + groups.total_negative.astype(jnp.float32))
+
+    value, threshold = _search(
+        scores,
+        labels,
+        sample_weight,
+        objective,
+        prefer_low_threshold=True,
+        flag_nothing=flag_nothing,
+    )
+    return -value, threshold
 
 
 def bayes_threshold(*, cost_fp: float, cost_fn: float) -> float:
