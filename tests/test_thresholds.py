@@ -93,8 +93,8 @@ def test_bayes_threshold_of_seed_000():
 
 
 def test_budget_threshold_tie_rule():
-    threshold, selected = jm.budget_threshold([0.9, 0.5, 0.5, 0.5, 0.1], k=2)
-    assert float(threshold) == 0.5 and int(selected) == 4  # >= selects the whole tie
+    budget = jm.budget_threshold([0.9, 0.5, 0.5, 0.5, 0.1], k=2)
+    assert float(budget.threshold) == 0.5 and int(budget.value) == 4  # >= selects the whole tie
     with pytest.raises(ValueError, match="`k`"):
         jm.budget_threshold([0.9, 0.5], k=3)
 

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxmetrics._src import sorting, validation
+from jaxmetrics._src import recipe, sorting, validation
 
 Array = jax.Array
 
@@ -36,12 +36,18 @@ class Counts(NamedTuple):
 
 def safe_divide(numerator: Array, denominator: Array, zero_division: float = math.nan) -> Array:
     """`numerator / denominator` in float, with `zero_division` where the denominator is 0."""
-    dtype = validation.float_dtype(jnp.asarray(numerator).dtype, jnp.asarray(denominator).dtype)
+    dtype = validation.float_dtype()
     numerator = jnp.asarray(numerator, dtype)
     denominator = jnp.asarray(denominator, dtype)
+    shape = jnp.broadcast_shapes(numerator.shape, denominator.shape)
     empty = denominator == 0
-    ratio = numerator / jnp.where(empty, jnp.ones_like(denominator), denominator)
-    return jnp.where(empty, jnp.asarray(zero_division, dtype), ratio)
+    # XLA rewrites a division by a broadcast scalar as a product with its reciprocal, which is
+    # not exact (41/41 would be 0.99999994); the barrier keeps it a true, correctly rounded
+    # division, so a rate is exact wherever the ratio is representable.
+    safe = jax.lax.optimization_barrier(
+        jnp.broadcast_to(jnp.where(empty, jnp.ones_like(denominator), denominator), shape)
+    )
+    return jnp.where(empty, jnp.asarray(zero_division, dtype), numerator / safe)
 
 
 def confusion_counts(
@@ -73,23 +79,34 @@ def confusion_counts(
     >>> [int(x) for x in c]
     [3, 1, 1, 3]
     """
-    scores, labels, weights, invalid = validation.binary_inputs(scores, labels, sample_weight)
-    thresholds = validation.as_real_array(thresholds, "thresholds", min_ndim=0)
-    if validation.is_concrete(thresholds) and bool(jnp.any(jnp.isnan(thresholds))):
-        raise ValueError("`thresholds` must not contain NaN.")
-    grid = thresholds.astype(scores.dtype).reshape(-1)
-
-    def kernel(scores: Array, labels: Array, weights: Array | None) -> Counts:
-        ranked = sorting.rank(scores)
-        tallies = sorting.tally(ranked, labels, weights)
-        positive, negative = tallies.positive, tallies.negative
-        fn = sorting.at_thresholds(ranked, positive, grid, inclusive=False)
-        tn = sorting.at_thresholds(ranked, negative, grid, inclusive=False)
-        return Counts(positive[-1] - fn, negative[-1] - tn, fn, tn)
-
-    counts = validation.map_batch(kernel, scores, labels, weights)
+    thresholds = validation.as_real_array(thresholds, "thresholds", min_ndim=0, host=True)
+    validation.check_values(
+        thresholds, "thresholds", _is_nan, "not be NaN (thresholds are scores)", sample_axes=0
+    )
+    scores, labels, weights, invalid, codec = validation.ranking_inputs(
+        scores, labels, sample_weight, thresholds=thresholds
+    )
+    if codec.active:
+        grid = codec.encode_thresholds(thresholds.reshape(-1))
+    else:
+        grid = thresholds.astype(scores.dtype).reshape(-1)
+    counts = recipe.run_kernel(_counts_kernel, scores, labels, weights, grid)
     counts = Counts(*(c.reshape(c.shape[:-1] + thresholds.shape) for c in counts))
     return validation.nan_where(invalid, counts)
+
+
+def _is_nan(values: Any) -> Any:
+    return values != values
+
+
+def _counts_kernel(scores: Array, labels: Array, weights: Array | None, grid: Array) -> Counts:
+    ranked, tallies, _ = sorting.rank_and_tally(scores, labels, weights)
+    positive, negative = tallies.positive, tallies.negative
+    fn = sorting.at_thresholds(ranked, positive, grid, inclusive=False)
+    tn = sorting.at_thresholds(ranked, negative, grid, inclusive=False)
+    counts = Counts(positive[-1] - fn, negative[-1] - tn, fn, tn)
+    # a NaN threshold (possible only under jit) marks its own counts, not the +inf end
+    return Counts(*(jnp.where(jnp.isnan(grid), jnp.asarray(-1, c.dtype), c) for c in counts))
 
 
 def _as_counts(counts: Any) -> Counts:
@@ -106,21 +123,21 @@ def _pool(counts: Counts) -> Counts:
     return Counts(*(c.sum(axis=-1) for c in counts))
 
 
-def _average(rate: Array, counts: Counts, average: str | None) -> Array:
+def _average(rate: Array, counts: Counts, average: str | None, zero_division: float) -> Array:
     if average is None:
         return rate
     if average == "macro":
         return rate.mean(axis=-1)
-    # "weighted": by support (true members of each class); a class without members weighs nothing
+    # "weighted": by support (true members of each class); a class without members weighs
+    # nothing, and with no support at all the average is `zero_division` (as scikit-learn)
     support = (counts.tp + counts.fn).astype(rate.dtype)
     terms = jnp.where(support > 0, rate * support, jnp.zeros_like(rate))
-    return safe_divide(terms.sum(axis=-1), support.sum(axis=-1))
+    return safe_divide(terms.sum(axis=-1), support.sum(axis=-1), zero_division)
 
 
 def _rate(rate_of, counts: Any, *, zero_division: float, average: str | None) -> Array:
     """Apply `rate_of(counts, zero_division)` with the averaging rule and the -1 sentinel."""
-    if average not in _AVERAGES:
-        raise ValueError(f"`average` must be one of {_AVERAGES}; got {average!r}.")
+    validation.check_option(average, "average", _AVERAGES)
     counts = _as_counts(counts)
     if average is not None and counts.tp.ndim == 0:
         raise ValueError(
@@ -132,7 +149,7 @@ def _rate(rate_of, counts: Any, *, zero_division: float, average: str | None) ->
         counts, invalid = _pool(counts), invalid.any(axis=-1)
         value = rate_of(counts, zero_division)
     else:
-        value = _average(rate_of(counts, zero_division), counts, average)
+        value = _average(rate_of(counts, zero_division), counts, average, zero_division)
         invalid = invalid if average is None else invalid.any(axis=-1)
     return jnp.where(invalid, jnp.nan, value)
 
@@ -235,19 +252,21 @@ def f_beta(
     >>> round(float(jm.f_beta(jm.Counts(90, 891, 10, 9009), beta=2.0)), 3)  # 450 / 1381
     0.326
     """
-    if beta < 0:
+    if not beta >= 0:
         raise ValueError(f"`beta` must be >= 0; got {beta}.")
+    if math.isinf(beta):  # the limit of F-beta as beta grows is recall
+        return recall(counts, zero_division=zero_division, average=average)
     scale = 1.0 + beta * beta
 
     def rate_of(c: Counts, z: float) -> Array:
-        tp = c.tp.astype(validation.float_dtype(c.tp.dtype))
+        tp = c.tp.astype(validation.float_dtype())
         return safe_divide(scale * tp, scale * tp + beta * beta * c.fn + c.fp, z)
 
     return _rate(rate_of, counts, zero_division=zero_division, average=average)
 
 
 def _float(x: Array) -> Array:
-    return x.astype(validation.float_dtype(x.dtype))
+    return x.astype(validation.float_dtype())
 
 
 def matthews_corrcoef(counts_or_matrix: Any, *, zero_division: float = math.nan) -> Array:
@@ -276,6 +295,8 @@ def matthews_corrcoef(counts_or_matrix: Any, *, zero_division: float = math.nan)
             f"`counts_or_matrix` must be Counts or a square [*batch, C, C] matrix; "
             f"got shape {matrix.shape}."
         )
+    # a matrix marked bad under jit (-1 cells) has no correlation: NaN
+    invalid = jnp.any(matrix < 0, axis=(-2, -1))
     matrix = _float(matrix)
     true_per_class = matrix.sum(axis=-1)
     predicted_per_class = matrix.sum(axis=-2)
@@ -285,4 +306,4 @@ def matthews_corrcoef(counts_or_matrix: Any, *, zero_division: float = math.nan)
     denominator = jnp.sqrt(total**2 - (predicted_per_class**2).sum(-1)) * jnp.sqrt(
         total**2 - (true_per_class**2).sum(-1)
     )
-    return safe_divide(numerator, denominator, zero_division)
+    return jnp.where(invalid, jnp.nan, safe_divide(numerator, denominator, zero_division))

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxmetrics._src import sorting, validation
+from jaxmetrics._src import recipe, sorting, validation
 from jaxmetrics._src.counts import safe_divide
 
 Array = jax.Array
@@ -53,54 +53,6 @@ class PrCurve(NamedTuple):
     valid: Array
 
 
-class _Groups(NamedTuple):
-    """Per ascending position i, quantities of the tie group holding i (meaningful at starts)."""
-
-    is_point: Array  # i starts a tie group holding at least one non-zero weight
-    tp: Array  # operating point at this group's score
-    fp: Array
-    tp_above: Array  # operating point just above this group (the previous point of the curve)
-    fp_above: Array
-    total_positive: Array
-    total_negative: Array
-
-
-def _groups(ranked: sorting.Ranked, tallies: sorting.Tallies) -> _Groups:
-    # at a group start i == a, so the prefix sums at a need no gather
-    b = ranked.group_stop
-    positive, negative = tallies.positive, tallies.negative
-    p, n = positive[-1], negative[-1]
-    return _Groups(
-        is_point=ranked.is_group_start & (tallies.nonzero[b] - tallies.nonzero[:-1] > 0),
-        tp=p - positive[:-1],
-        fp=n - negative[:-1],
-        tp_above=p - positive[b],
-        fp_above=n - negative[b],
-        total_positive=p,
-        total_negative=n,
-    )
-
-
-def _neighbours(ranked: sorting.Ranked, tallies: sorting.Tallies, groups: _Groups):
-    """For each group: is it between two real points, and (tp, fp) of the next point below.
-
-    "Below" is the next lower threshold; the point above is `groups.tp_above`/`fp_above`.
-    A group without a neighbour on either side is an end of the curve and always kept.
-    """
-    n = ranked.scores.shape[0]
-    position = jnp.arange(n, dtype=jnp.int32)
-    has_weight = (tallies.nonzero[1:] - tallies.nonzero[:-1]) > 0
-    last_weighted = jax.lax.cummax(jnp.where(has_weight, position, -1))
-    # the last weighted position strictly below the group start, and the start of its group
-    below = jnp.where(
-        ranked.group_start > 0, last_weighted[jnp.maximum(ranked.group_start - 1, 0)], -1
-    )
-    start_below = ranked.group_start[jnp.maximum(below, 0)]
-    has_above = tallies.nonzero[-1] - tallies.nonzero[ranked.group_stop] > 0
-    interior = (below >= 0) & has_above
-    return interior, groups.tp[start_below], groups.fp[start_below]
-
-
 def _compact(keep: Array, *arrays: Array) -> tuple[Array, ...]:
     """Move the entries where `keep` is True to the front, in order; pad with the last kept one."""
     size = keep.shape[0]
@@ -112,13 +64,7 @@ def _compact(keep: Array, *arrays: Array) -> tuple[Array, ...]:
     return (*(x[source] for x in arrays), valid)
 
 
-def _rank_and_tally(scores: Array, labels: Array, weights: Array | None):
-    ranked = sorting.rank(scores)
-    tallies = sorting.tally(ranked, labels, weights)
-    return ranked, tallies, _groups(ranked, tallies)
-
-
-def _auc_terms(groups: _Groups, dtype) -> tuple[Array, Array, Array, Array]:
+def _auc_terms(groups: sorting.Groups, dtype) -> tuple[Array, Array, Array, Array]:
     """Each group's ROC segment from the point above it to its own point, in rates."""
     p = groups.total_positive.astype(dtype)
     n = groups.total_negative.astype(dtype)
@@ -127,6 +73,7 @@ def _auc_terms(groups: _Groups, dtype) -> tuple[Array, Array, Array, Array]:
     return x0, x1, y0, y1
 
 
+@recipe.order_only
 def roc_auc(
     scores: Any, labels: Any, *, sample_weight: Any = None, max_fpr: float | None = None
 ) -> Array:
@@ -160,33 +107,38 @@ def roc_auc(
     """
     if max_fpr is not None and not 0 < max_fpr <= 1:
         raise ValueError(f"`max_fpr` must be in (0, 1]; got {max_fpr}.")
-    scores, labels, weights, invalid = validation.binary_inputs(scores, labels, sample_weight)
-
-    def kernel(scores: Array, labels: Array, weights: Array | None) -> Array:
-        ranked, tallies, groups = _rank_and_tally(scores, labels, weights)
-        if max_fpr is None or max_fpr == 1:
-            # the pair count: each positive beats the negatives below its tie group and half of
-            # those inside it; one prefix sum (negatives) per weight vector, the bootstrap's case
-            dtype = scores.dtype
-            negatives = tallies.negative.astype(dtype)
-            beaten = (negatives[ranked.group_start] + negatives[ranked.group_stop]) / 2
-            positive_weight = tallies.positive_weights.astype(dtype)
-            p, n = tallies.total_positive.astype(dtype), tallies.total_negative.astype(dtype)
-            return (positive_weight * beaten).sum() / (p * n)
-        x0, x1, y0, y1 = _auc_terms(groups, scores.dtype)
-        start = ranked.is_group_start
-        # clip each segment at fpr = max_fpr, interpolating linearly along it (as sklearn does)
-        right = jnp.minimum(x1, max_fpr)
-        width = jnp.maximum(right - x0, 0)
-        slope = safe_divide(y1 - y0, x1 - x0, 0.0)
-        y_right = y0 + slope * width
-        partial = jnp.where(start, width * (y0 + y_right), 0).sum() / 2
-        smallest = max_fpr**2 / 2
-        return 0.5 * (1 + (partial - smallest) / (max_fpr - smallest))
-
-    return validation.nan_where(invalid, validation.map_batch(kernel, scores, labels, weights))
+    if max_fpr == 1:
+        max_fpr = None
+    auc, _ = recipe.sorted_metric(_roc_auc_kernel, scores, labels, sample_weight, max_fpr=max_fpr)
+    return auc
 
 
+def _roc_auc_kernel(
+    scores: Array, labels: Array, weights: Array | None, *, max_fpr: float | None
+) -> Array:
+    ranked, tallies, groups = sorting.rank_and_tally(scores, labels, weights)
+    dtype = validation.float_dtype()
+    if max_fpr is None:
+        # the pair count: each positive beats the negatives below its tie group and half of
+        # those inside it; one prefix sum (negatives) per weight vector, the bootstrap's case.
+        # Each factor is a share (divided before multiplying), so huge weights cannot overflow.
+        negatives = tallies.negative.astype(dtype)
+        p, n = tallies.total_positive.astype(dtype), tallies.total_negative.astype(dtype)
+        beaten = (negatives[ranked.group_start] + negatives[ranked.group_stop]) / (2 * n)
+        return (tallies.positive_weights.astype(dtype) / p * beaten).sum()
+    x0, x1, y0, y1 = _auc_terms(groups, dtype)
+    start = ranked.is_group_start
+    # clip each segment at fpr = max_fpr, interpolating linearly along it (as sklearn does)
+    right = jnp.minimum(x1, max_fpr)
+    width = jnp.maximum(right - x0, 0)
+    slope = safe_divide(y1 - y0, x1 - x0, 0.0)
+    y_right = y0 + slope * width
+    partial = jnp.where(start, width * (y0 + y_right), 0).sum() / 2
+    smallest = max_fpr**2 / 2
+    return 0.5 * (1 + (partial - smallest) / (max_fpr - smallest))
+
+
+@recipe.order_only
 def average_precision(scores: Any, labels: Any, *, sample_weight: Any = None) -> Array:
     r"""Average precision, the step sum over the precision-recall curve (no interpolation).
 
@@ -203,18 +155,19 @@ def average_precision(scores: Any, labels: Any, *, sample_weight: Any = None) ->
     ...                                  [1, 1, 0, 1, 0, 1, 0, 0])), 4)
     0.8542
     """
-    scores, labels, weights, invalid = validation.binary_inputs(scores, labels, sample_weight)
+    ap, _ = recipe.sorted_metric(_average_precision_kernel, scores, labels, sample_weight)
+    return ap
 
-    def kernel(scores: Array, labels: Array, weights: Array | None) -> Array:
-        ranked, _, groups = _rank_and_tally(scores, labels, weights)
-        positives_in_group = (groups.tp - groups.tp_above).astype(scores.dtype)
-        precision_at_group = safe_divide(groups.tp, groups.tp + groups.fp, 0.0)
-        steps = jnp.where(ranked.is_group_start, positives_in_group * precision_at_group, 0)
-        value = steps.sum() / groups.total_positive.astype(scores.dtype)
-        one_class = (groups.total_positive == 0) | (groups.total_negative == 0)
-        return jnp.where(one_class, jnp.nan, value)
 
-    return validation.nan_where(invalid, validation.map_batch(kernel, scores, labels, weights))
+def _average_precision_kernel(scores: Array, labels: Array, weights: Array | None) -> Array:
+    ranked, _, groups = sorting.rank_and_tally(scores, labels, weights)
+    dtype = validation.float_dtype()
+    positives_in_group = (groups.tp - groups.tp_above).astype(dtype)
+    precision_at_group = safe_divide(groups.tp, groups.tp + groups.fp, 0.0)
+    recall_steps = positives_in_group / groups.total_positive.astype(dtype)
+    steps = jnp.where(ranked.is_group_start, recall_steps * precision_at_group, 0)
+    one_class = (groups.total_positive == 0) | (groups.total_negative == 0)
+    return jnp.where(one_class, jnp.nan, steps.sum())
 
 
 def roc_curve(
@@ -230,31 +183,40 @@ def roc_curve(
     Returns:
       `RocCurve` whose fields have shape ``[*batch, n + 1]``; see its docstring for the layout.
     """
-    scores, labels, weights, invalid = validation.binary_inputs(scores, labels, sample_weight)
+    curve, codec = recipe.sorted_metric(
+        _roc_curve_kernel,
+        scores,
+        labels,
+        sample_weight,
+        per_point=True,
+        drop_intermediate=drop_intermediate,
+    )
+    return curve._replace(thresholds=codec.decode(curve.thresholds))
 
-    def kernel(scores: Array, labels: Array, weights: Array | None) -> RocCurve:
-        ranked, tallies, groups = _rank_and_tally(scores, labels, weights)
-        keep = groups.is_point
-        if drop_intermediate:
-            interior, tp_below, fp_below = _neighbours(ranked, tallies, groups)
-            bends = (tp_below - 2 * groups.tp + groups.tp_above != 0) | (
-                fp_below - 2 * groups.fp + groups.fp_above != 0
-            )
-            keep = keep & (~interior | bends)
-        # highest threshold first, after the (0, 0) point at +inf
-        flip = lambda x: x[::-1]  # noqa: E731
-        zero = jnp.zeros(1, groups.tp.dtype)
-        fp, tp, thresholds, valid = _compact(
-            jnp.concatenate([jnp.ones(1, bool), flip(keep)]),
-            jnp.concatenate([zero, flip(groups.fp)]),
-            jnp.concatenate([zero, flip(groups.tp)]),
-            jnp.concatenate([jnp.full(1, jnp.inf, scores.dtype), flip(ranked.scores)]),
+
+def _roc_curve_kernel(
+    scores: Array, labels: Array, weights: Array | None, *, drop_intermediate: bool
+) -> RocCurve:
+    ranked, tallies, groups = sorting.rank_and_tally(scores, labels, weights)
+    keep = groups.is_point
+    if drop_intermediate:
+        interior, tp_below, fp_below = sorting.neighbours(ranked, tallies, groups)
+        bends = (tp_below - 2 * groups.tp + groups.tp_above != 0) | (
+            fp_below - 2 * groups.fp + groups.fp_above != 0
         )
-        fpr = safe_divide(fp, groups.total_negative, jnp.nan)
-        tpr = safe_divide(tp, groups.total_positive, jnp.nan)
-        return RocCurve(fpr, tpr, thresholds, valid)
-
-    return validation.nan_where(invalid, validation.map_batch(kernel, scores, labels, weights))
+        keep = keep & (~interior | bends)
+    # highest threshold first, after the (0, 0) point at +inf
+    flip = lambda x: x[::-1]  # noqa: E731
+    zero = jnp.zeros(1, groups.tp.dtype)
+    fp, tp, thresholds, valid = _compact(
+        jnp.concatenate([jnp.ones(1, bool), flip(keep)]),
+        jnp.concatenate([zero, flip(groups.fp)]),
+        jnp.concatenate([zero, flip(groups.tp)]),
+        jnp.concatenate([jnp.full(1, jnp.inf, scores.dtype), flip(ranked.scores)]),
+    )
+    fpr = safe_divide(fp, groups.total_negative, jnp.nan)
+    tpr = safe_divide(tp, groups.total_positive, jnp.nan)
+    return RocCurve(fpr, tpr, thresholds, valid)
 
 
 def precision_recall_curve(
@@ -269,30 +231,40 @@ def precision_recall_curve(
     Returns:
       `PrCurve` whose fields have shape ``[*batch, n + 1]``; see its docstring for the layout.
     """
-    scores, labels, weights, invalid = validation.binary_inputs(scores, labels, sample_weight)
-
-    def kernel(scores: Array, labels: Array, weights: Array | None) -> PrCurve:
-        ranked, tallies, groups = _rank_and_tally(scores, labels, weights)
-        keep = groups.is_point
-        if drop_intermediate:
-            interior, tp_below, _ = _neighbours(ranked, tallies, groups)
-            changes = (tp_below != groups.tp) | (groups.tp_above != groups.tp)
-            keep = keep & (~interior | changes)
-        zero = jnp.zeros(1, groups.tp.dtype)
-        tp, fp, thresholds, valid = _compact(
-            jnp.concatenate([keep, jnp.ones(1, bool)]),
-            jnp.concatenate([groups.tp, zero]),
-            jnp.concatenate([groups.fp, zero]),
-            jnp.concatenate([ranked.scores, jnp.full(1, jnp.inf, scores.dtype)]),
-        )
-        closing = valid & (thresholds == jnp.inf)
-        precision = jnp.where(closing, 1.0, safe_divide(tp, tp + fp, 0.0))
-        recall = safe_divide(tp, groups.total_positive, jnp.nan)
-        return PrCurve(precision, recall, thresholds, valid)
-
-    return validation.nan_where(invalid, validation.map_batch(kernel, scores, labels, weights))
+    curve, codec = recipe.sorted_metric(
+        _precision_recall_curve_kernel,
+        scores,
+        labels,
+        sample_weight,
+        per_point=True,
+        drop_intermediate=drop_intermediate,
+    )
+    return curve._replace(thresholds=codec.decode(curve.thresholds))
 
 
+def _precision_recall_curve_kernel(
+    scores: Array, labels: Array, weights: Array | None, *, drop_intermediate: bool
+) -> PrCurve:
+    ranked, tallies, groups = sorting.rank_and_tally(scores, labels, weights)
+    keep = groups.is_point
+    if drop_intermediate:
+        interior, tp_below, _ = sorting.neighbours(ranked, tallies, groups)
+        changes = (tp_below != groups.tp) | (groups.tp_above != groups.tp)
+        keep = keep & (~interior | changes)
+    zero = jnp.zeros(1, groups.tp.dtype)
+    tp, fp, thresholds, valid = _compact(
+        jnp.concatenate([keep, jnp.ones(1, bool)]),
+        jnp.concatenate([groups.tp, zero]),
+        jnp.concatenate([groups.fp, zero]),
+        jnp.concatenate([ranked.scores, jnp.full(1, jnp.inf, scores.dtype)]),
+    )
+    closing = valid & (thresholds == jnp.inf)
+    precision = jnp.where(closing, 1.0, safe_divide(tp, tp + fp, 0.0))
+    recall = safe_divide(tp, groups.total_positive, jnp.nan)
+    return PrCurve(precision, recall, thresholds, valid)
+
+
+@recipe.order_only
 def precision_at_k(scores: Any, labels: Any, *, k: int, sample_weight: Any = None) -> Array:
     """Precision among the k highest-scoring samples.
 
@@ -308,19 +280,19 @@ def precision_at_k(scores: Any, labels: Any, *, k: int, sample_weight: Any = Non
     Returns:
       ``[*batch]`` values.
     """
-    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-        raise ValueError(f"`k` must be a positive int; got {k!r}.")
-    scores, labels, weights, invalid = validation.binary_inputs(scores, labels, sample_weight)
+    k = validation.check_count(k, "k")
+    value, _ = recipe.sorted_metric(_precision_at_k_kernel, scores, labels, sample_weight, k=k)
+    return value
 
-    def kernel(scores: Array, labels: Array, weights: Array | None) -> Array:
-        ranked, _, groups = _rank_and_tally(scores, labels, weights)
-        dtype = scores.dtype
-        taken_above = (groups.tp_above + groups.fp_above).astype(dtype)
-        taken_here = (groups.tp + groups.fp).astype(dtype)
-        budget = jnp.minimum(jnp.asarray(k, dtype), (groups.total_positive + groups.total_negative))
-        crossing = ranked.is_group_start & (taken_above < budget) & (budget <= taken_here)
-        share = safe_divide(groups.tp - groups.tp_above, taken_here - taken_above, 0.0)
-        hits = groups.tp_above.astype(dtype) + (budget - taken_above) * share
-        return safe_divide(jnp.where(crossing, hits, 0).sum(), budget, jnp.nan)
 
-    return validation.nan_where(invalid, validation.map_batch(kernel, scores, labels, weights))
+def _precision_at_k_kernel(scores: Array, labels: Array, weights: Array | None, *, k: int) -> Array:
+    ranked, _, groups = sorting.rank_and_tally(scores, labels, weights)
+    dtype = validation.float_dtype()
+    taken_above = (groups.tp_above + groups.fp_above).astype(dtype)
+    taken_here = (groups.tp + groups.fp).astype(dtype)
+    total = (groups.total_positive + groups.total_negative).astype(dtype)
+    budget = jnp.minimum(jnp.asarray(k, dtype), total)
+    crossing = ranked.is_group_start & (taken_above < budget) & (budget <= taken_here)
+    share = safe_divide(groups.tp - groups.tp_above, taken_here - taken_above, 0.0)
+    hits = groups.tp_above.astype(dtype) + (budget - taken_above) * share
+    return safe_divide(jnp.where(crossing, hits, 0).sum(), budget, jnp.nan)

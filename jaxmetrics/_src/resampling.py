@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtr, ndtri
 
-from jaxmetrics._src import validation
+from jaxmetrics._src import recipe, validation
 
 Array = jax.Array
 
@@ -75,14 +75,18 @@ def _random_bits(seed: Array, resample: Array, sample: Array) -> Array:
     return _mix(x + seed[0])
 
 
+def _seed_words_checked(key: Any) -> None:
+    """Refuse anything but a PRNG key (typed, or legacy uint32 data), before any tracing."""
+    typed = isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+    legacy = isinstance(key, jax.Array | np.ndarray) and key.dtype == np.uint32
+    if not (typed or legacy):
+        described = f"{type(key).__name__} {key!r}" if np.ndim(key) == 0 else type(key).__name__
+        raise TypeError(f"`key` must be a JAX PRNG key (jax.random.key(seed)); got {described}.")
+
+
 def _seed_words(key: Array) -> Array:
-    if not (isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)):
-        if isinstance(key, jax.Array) and key.dtype == jnp.uint32:
-            key = jax.random.wrap_key_data(key)
-        else:
-            raise TypeError(
-                f"`key` must be a JAX PRNG key (jax.random.key(seed)); got {type(key).__name__}."
-            )
+    if not jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        key = jax.random.wrap_key_data(key)
     return jax.random.bits(key, (2,), jnp.uint32)
 
 
@@ -341,16 +345,18 @@ def bootstrap(
     >>> float(result.estimate)
     0.8125
     """
-    if method not in _METHODS:
-        raise ValueError(f"`method` must be one of {_METHODS}; got {method!r}.")
-    if sampling not in _SAMPLINGS:
-        raise ValueError(f"`sampling` must be one of {_SAMPLINGS}; got {sampling!r}.")
-    if not isinstance(num_resamples, int) or num_resamples < 2:
-        raise ValueError(f"`num_resamples` must be an int >= 2; got {num_resamples!r}.")
-    if not 0 < confidence < 1:
-        raise ValueError(f"`confidence` must be in (0, 1); got {confidence}.")
+    validation.check_option(method, "method", _METHODS)
+    validation.check_option(sampling, "sampling", _SAMPLINGS)
+    num_resamples = validation.check_count(num_resamples, "num_resamples", minimum=2)
+    confidence = validation.check_probability_level(confidence)
+    if chunk_size is not None:
+        chunk_size = validation.check_count(chunk_size, "chunk_size")
+    _seed_words_checked(key)
     if not arrays:
         raise ValueError("`bootstrap` needs at least one array to resample.")
+    if recipe.is_order_only(metric):
+        # ranking metrics see exact order keys of float64 / large-int scores, as eager calls do
+        arrays = (validation.order_keys(arrays[0])[0], *arrays[1:])
     arrays = tuple(validation.as_real_array(a, f"arrays[{i}]") for i, a in enumerate(arrays))
     validation.sample_axis_shapes([(f"arrays[{i}]", a) for i, a in enumerate(arrays)])
     num_samples = arrays[0].shape[-1]
@@ -451,6 +457,16 @@ def paired_difference(
             "`result` has no model axis: bootstrap a metric of scores shaped [M, n] "
             f"(its samples have shape {result.samples.shape})."
         )
+    confidence = validation.check_probability_level(confidence)
+    num_models = result.samples.shape[1]
+    for name, model in (("first", first), ("second", second)):
+        if isinstance(model, bool) or not isinstance(model, int | np.integer):
+            raise TypeError(f"`{name}` must be a model index (int); got {model!r}.")
+        if not -num_models <= model < num_models:
+            raise ValueError(
+                f"`{name}` must be a model index in [0, {num_models}) (the samples hold "
+                f"{num_models} models); got {model}."
+            )
     differences = result.samples[:, first] - result.samples[:, second]
     defined = ~jnp.isnan(differences)
     count = defined.sum(0)

@@ -104,8 +104,12 @@ class Ranked(NamedTuple):
 
 def rank(scores: Array) -> Ranked:
     """Sort a 1-D score vector once and find its tie groups."""
-    # -0.0 and +0.0 compare equal and must land in one tie group.
-    scores = jnp.where(scores == 0, jnp.zeros_like(scores), scores)
+    # -0.0 and +0.0 compare equal and must land in one tie group. Subnormals are flushed to zero
+    # here, explicitly: XLA's CPU backend already treats them as zero in every comparison, and
+    # the host sort must see the same values or its groups disagree with XLA's searches.
+    # (Concrete inputs with subnormals never get here: `validation.order_keys` encodes them.)
+    tiny = jnp.finfo(scores.dtype).tiny
+    scores = jnp.where(jnp.abs(scores) < tiny, jnp.zeros_like(scores), scores)
     # the permutation is piecewise constant in the scores: no gradient flows through it, while
     # the sorted scores (a gather) stay differentiable for the surrogate losses
     order, group_stop = _rank_indices(jax.lax.stop_gradient(scores))
@@ -180,3 +184,68 @@ def tally(ranked: Ranked, labels: Array, weights: Array | None) -> Tallies:
         return Tallies(labels, None, everyone)
     weights = weights[ranked.order].astype(dtype)
     return Tallies(weights * labels, weights, prefix_sum((weights != 0).astype(jnp.int32)))
+
+
+# ----------------------------------------------------------------------------- tie groups
+# The vocabulary of every sort-based metric: for the tie group ``[a, b)`` of ascending positions
+# (``a = group_start``, ``b = group_stop``), the operating point at the group's score s is "flag
+# everything scoring >= s": ``tp(s) = P - positive[a]``, ``fp(s) = N - negative[a]``, and the point
+# just above it (threshold just over s) is ``P - positive[b]``, ``N - negative[b]``. Zero-weight
+# samples never create a point (as in scikit-learn, which drops them first).
+
+
+class Groups(NamedTuple):
+    """Per ascending position i, quantities of the tie group holding i (meaningful at starts)."""
+
+    is_point: Array  # i starts a tie group holding at least one non-zero weight
+    tp: Array  # operating point at this group's score
+    fp: Array
+    tp_above: Array  # operating point just above this group (the previous point of the curve)
+    fp_above: Array
+    total_positive: Array
+    total_negative: Array
+
+
+def groups(ranked: Ranked, tallies: Tallies) -> Groups:
+    # at a group start i == a, so the prefix sums at a need no gather
+    b = ranked.group_stop
+    positive, negative = tallies.positive, tallies.negative
+    p, n = positive[-1], negative[-1]
+    return Groups(
+        is_point=ranked.is_group_start & (tallies.nonzero[b] - tallies.nonzero[:-1] > 0),
+        tp=p - positive[:-1],
+        fp=n - negative[:-1],
+        tp_above=p - positive[b],
+        fp_above=n - negative[b],
+        total_positive=p,
+        total_negative=n,
+    )
+
+
+def rank_and_tally(
+    scores: Array, labels: Array, weights: Array | None
+) -> tuple[Ranked, Tallies, Groups]:
+    """The start of every sort-based kernel: sort once, tally the weights, form the groups."""
+    ranked = rank(scores)
+    tallies = tally(ranked, labels, weights)
+    return ranked, tallies, groups(ranked, tallies)
+
+
+def neighbours(ranked: Ranked, tallies: Tallies, groups: Groups) -> tuple[Array, Array, Array]:
+    """For each group: is it between two real points, and (tp, fp) of the next point below.
+
+    "Below" is the next lower threshold; the point above is `groups.tp_above`/`fp_above`.
+    A group without a neighbour on either side is an end of the curve and always kept.
+    """
+    n = ranked.scores.shape[0]
+    position = jnp.arange(n, dtype=jnp.int32)
+    has_weight = (tallies.nonzero[1:] - tallies.nonzero[:-1]) > 0
+    last_weighted = jax.lax.cummax(jnp.where(has_weight, position, -1))
+    # the last weighted position strictly below the group start, and the start of its group
+    below = jnp.where(
+        ranked.group_start > 0, last_weighted[jnp.maximum(ranked.group_start - 1, 0)], -1
+    )
+    start_below = ranked.group_start[jnp.maximum(below, 0)]
+    has_above = tallies.nonzero[-1] - tallies.nonzero[ranked.group_stop] > 0
+    interior = (below >= 0) & has_above
+    return interior, groups.tp[start_below], groups.fp[start_below]

@@ -32,15 +32,85 @@ def _where(bad: np.ndarray) -> str:
     return f"index {index[0]}" if len(index) == 1 else f"index {index}"
 
 
+def host_values(value: Any) -> np.ndarray | None:
+    """`value` as a numpy array when its values are known now, else None (a tracer).
+
+    Checks of concrete values run in numpy, never in jnp: inside `jax.jit` even an operation on a
+    closed-over constant array is staged out and yields a tracer that cannot be tested with `if`.
+    """
+    if value is None or isinstance(value, jax.core.Tracer):
+        return None
+    return np.asarray(value)
+
+
+def check_values(
+    values: Any,
+    name: str,
+    is_bad: Callable[[Any], Any],
+    expected: str,
+    *,
+    sample_axes: int = 1,
+) -> Array:
+    """The one raise-eagerly / mark-under-jit check.
+
+    `is_bad` maps an array (numpy when concrete, jnp when traced) to a boolean mask of bad
+    entries, using operators and ufunc-style calls that work on both. Concrete: raise
+    ``ValueError("`name` must <expected>; found <value> at index <i>.")``. Traced: return the
+    per-batch flag, reduced over the last `sample_axes` axes, which callers turn into NaN / -1.
+    """
+    values = jnp.asarray(values) if isinstance(values, list | tuple) else values
+    host = host_values(values)
+    batch_shape = tuple(np.shape(values))[: max(np.ndim(values) - sample_axes, 0)]
+    if host is not None:
+        bad = np.asarray(is_bad(host))
+        if bad.any():
+            found = host[tuple(np.argwhere(bad)[0])] if host.ndim else host
+            raise ValueError(f"`{name}` must {expected}; found {found.item()!r} at {_where(bad)}.")
+        return jnp.zeros(batch_shape, bool)
+    axes = tuple(range(max(np.ndim(values) - sample_axes, 0), np.ndim(values)))
+    return jnp.any(is_bad(values), axis=axes)
+
+
+def check_option(value: Any, name: str, allowed: Sequence[Any]) -> Any:
+    """A string/None option must be one of `allowed` (the `Literal` it is typed with)."""
+    if not any(value is a or (isinstance(value, str) and value == a) for a in allowed):
+        raise ValueError(f"`{name}` must be one of {tuple(allowed)}; got {value!r}.")
+    return value
+
+
+def check_count(value: Any, name: str, *, minimum: int = 1) -> int:
+    """A static count option (`k`, `num_resamples`, `num_bins`): a Python or numpy integer."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+        raise TypeError(f"`{name}` must be an int >= {minimum}; got {value!r}.")
+    if value < minimum:
+        raise ValueError(f"`{name}` must be an int >= {minimum}; got {value!r}.")
+    return int(value)
+
+
+def check_probability_level(value: Any, name: str = "confidence") -> float:
+    """A level strictly inside (0, 1), e.g. `confidence`."""
+    try:
+        level = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"`{name}` must be a number in (0, 1); got {value!r}.") from None
+    if not 0 < level < 1:
+        raise ValueError(f"`{name}` must be in (0, 1); got {value!r}.")
+    return level
+
+
 def float_dtype(*dtypes: Any) -> Any:
-    """Float type of results: float32, or float64 when x64 is on and a float64 came in."""
-    if any(jnp.dtype(d) == jnp.float64 for d in dtypes) and jax.config.jax_enable_x64:
-        return jnp.float64
-    return jnp.float32
+    """Float type of results: float64 whenever x64 is on (results are float64 end to end), else
+    float32 (counts stay exact integers; only ratios of them are float)."""
+    del dtypes  # kept for call sites that name their inputs; x64 alone decides
+    return jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
 
 
-def as_real_array(value: Any, name: str, *, min_ndim: int = 1) -> Array:
-    """`value` as a JAX array of real numbers (bool, int or float); raises TypeError otherwise."""
+def as_real_array(value: Any, name: str, *, min_ndim: int = 1, host: bool = False) -> Array:
+    """`value` as an array of real numbers (bool, int or float); raises TypeError otherwise.
+
+    A JAX array by default; with `host=True` a concrete value stays a numpy array, so that an
+    eager call can check and pad it without dispatching (and compiling) one JAX op per shape.
+    """
     if value is None:
         raise TypeError(f"`{name}` is required; got None.")
     if not isinstance(value, jax.Array | np.ndarray):
@@ -62,17 +132,19 @@ def as_real_array(value: Any, name: str, *, min_ndim: int = 1) -> Array:
             f"`{name}` must have at least {min_ndim} dimension(s) (samples on the last axis); "
             f"got shape {tuple(value.shape)}."
         )
+    if host and not isinstance(value, jax.core.Tracer):
+        return np.asarray(value)
     return jnp.asarray(value)
 
 
-def as_scores(scores: Any, name: str = "scores") -> Array:
-    """Scores as a float array (float32 unless float64 under x64); bf16/f16 widen exactly."""
-    scores = as_real_array(scores, name)
+def as_scores(scores: Any, name: str = "scores", *, host: bool = False) -> Array:
+    """Scores as a float array (float32, or float64 under x64); bf16/f16 widen exactly."""
+    scores = as_real_array(scores, name, host=host)
     if scores.shape[-1] == 0:
         raise ValueError(
             f"`{name}` is empty: at least one sample is needed; got shape {scores.shape}."
         )
-    return scores.astype(float_dtype(scores.dtype))
+    return scores.astype(float_dtype())
 
 
 def sample_axis_shapes(named: Sequence[tuple[str, Array | None]]) -> tuple[int, ...]:
@@ -92,24 +164,28 @@ def sample_axis_shapes(named: Sequence[tuple[str, Array | None]]) -> tuple[int, 
         raise ValueError(f"batch axes (all but the last) must broadcast; got {shapes}.") from None
 
 
+def _no_flags(values: Any) -> np.ndarray:
+    return np.zeros(np.shape(values)[:-1], bool)
+
+
 def check_finite(values: Array, name: str) -> Array:
     """Raise on NaN/inf when concrete; return a per-batch `invalid` flag when traced."""
     if not jnp.issubdtype(values.dtype, jnp.floating):  # integers are always finite
-        return jnp.zeros(values.shape[:-1], bool)
-    if is_concrete(values):
-        host = np.asarray(values)
+        return _no_flags(values)
+    host = host_values(values)
+    if host is not None:
         bad = ~np.isfinite(host)
         if bad.any():
             kind = "NaN" if np.isnan(host[tuple(np.argwhere(bad)[0])]) else "inf"
             raise ValueError(f"`{name}` must be finite; found {kind} at {_where(bad)}.")
-        return jnp.zeros(values.shape[:-1], bool)
+        return _no_flags(values)
     return jnp.any(~jnp.isfinite(values), axis=-1)
 
 
 def check_binary_labels(labels: Array, name: str = "labels") -> Array:
     """Labels must be 0/1 (or bool); raise when concrete, flag when traced."""
-    if is_concrete(labels):
-        host = np.asarray(labels)
+    host = host_values(labels)
+    if host is not None:
         bad = (host != 0) & (host != 1)
         if bad.any():
             found = host[tuple(np.argwhere(bad)[0])]
@@ -117,43 +193,175 @@ def check_binary_labels(labels: Array, name: str = "labels") -> Array:
                 f"`{name}` must contain only 0 and 1 (1 is the positive class) in a binary "
                 f"problem; found {found.item()!r} at {_where(bad)}."
             )
-        return jnp.zeros(labels.shape[:-1], bool)
+        return _no_flags(labels)
     return jnp.any((labels != 0) & (labels != 1), axis=-1)
 
 
+# Integer weights are counted exactly in int32: their total must stay below 2^31.
+_INT32_LIMIT = 2**31 - 1
+
+
 def check_weights(weights: Array, name: str = "sample_weight") -> Array:
-    """Weights must be finite and non-negative; raise when concrete, flag when traced."""
+    """Weights must be finite, non-negative, and sum to a total the counts can hold.
+
+    Integer weights are counted exactly in int32, so a row's total must stay below 2^31; float
+    weights are summed in float32, so a row's total must be finite there. Raise when concrete,
+    flag when traced.
+    """
     invalid = check_finite(weights, name)
-    if is_concrete(weights):
-        host = np.asarray(weights)
+    host = host_values(weights)
+    integer = not jnp.issubdtype(weights.dtype, jnp.floating)
+    if host is not None:
         bad = host < 0
         if bad.any():
             raise ValueError(
                 f"`{name}` must be non-negative; found {host[tuple(np.argwhere(bad)[0])].item()!r} "
                 f"at {_where(bad)}."
             )
+        total = host.astype(np.float64).sum(axis=-1)
+        limit = _INT32_LIMIT if integer else float(np.finfo(np.float32).max)
+        if np.any(total > limit):
+            kind = "int32 counts" if integer else "float32 sums"
+            raise ValueError(
+                f"`{name}` must sum to at most {limit:.4g} per row ({kind}); found a total of "
+                f"{float(np.max(total)):.6g}. Scale the weights down (rates do not change)."
+            )
         return invalid
-    return invalid | jnp.any(weights < 0, axis=-1)
+    total = weights.astype(jnp.float32).sum(axis=-1)
+    too_large = total >= 2.0**31 if integer else ~jnp.isfinite(total)
+    return invalid | jnp.any(weights < 0, axis=-1) | too_large
 
 
 def binary_inputs(
-    scores: Any, labels: Any, sample_weight: Any = None
+    scores: Any, labels: Any, sample_weight: Any = None, *, host: bool = False
 ) -> tuple[Array, Array, Array | None, Array]:
     """Check the (scores, labels, sample_weight) triple of every binary metric.
 
     Returns the arrays (scores as float, labels as int32 0/1, weights as given) and `invalid`, a
-    boolean array of the batch shape, True where a traced input held a bad value.
+    boolean array of the batch shape, True where a traced input held a bad value. With
+    `host=True`, concrete inputs come back as numpy arrays (see `as_real_array`).
     """
-    scores = as_scores(scores)
-    labels = as_real_array(labels, "labels")
-    weights = None if sample_weight is None else as_real_array(sample_weight, "sample_weight")
+    scores = as_scores(scores, host=host)
+    labels = as_real_array(labels, "labels", host=host)
+    weights = (
+        None if sample_weight is None else as_real_array(sample_weight, "sample_weight", host=host)
+    )
     batch_shape = sample_axis_shapes(
         [("scores", scores), ("labels", labels), ("sample_weight", weights)]
     )
     invalid = check_finite(scores, "scores") | check_binary_labels(labels)
     if weights is not None:
         invalid = invalid | check_weights(weights)
-    return scores, (labels == 1).astype(jnp.int32), weights, jnp.broadcast_to(invalid, batch_shape)
+    xp = np if isinstance(invalid, np.ndarray) else jnp
+    return scores, (labels == 1).astype(np.int32), weights, xp.broadcast_to(invalid, batch_shape)
+
+
+# ----------------------------------------------------------------------------- exact order
+
+# Order keys are float32 bit patterns counted up from the smallest normal float: every rank maps
+# to a distinct, positive, normal, finite float32 (no subnormal that XLA could flush to zero), so
+# the engine sorts and compares keys exactly like scores, at any number of distinct values.
+_FIRST_KEY_BITS = np.uint32(0x00800000)
+
+
+class ScoreCodec:
+    """An exact order-preserving map from the input's scores to float32 keys, and back.
+
+    Ranking metrics depend on the order and the ties of the scores only. When the scores cannot
+    enter JAX without losing some of both (float64 values that float32 merges, integers above
+    2^24, subnormals that XLA flushes to zero), they are replaced on the host by the rank of
+    their value among the distinct values, stored as a float32 key; thresholds are encoded the
+    same way, so ``score >= threshold`` holds for the keys exactly when it holds for the values.
+    Results that hold scores (curve thresholds, chosen thresholds) are decoded back into the
+    input's own values.
+    """
+
+    def __init__(self, distinct: np.ndarray | None):
+        self.distinct = distinct  # sorted distinct input values; None: scores pass unchanged
+
+    @property
+    def active(self) -> bool:
+        return self.distinct is not None
+
+    def keys_of_ranks(self, ranks: np.ndarray) -> np.ndarray:
+        return (ranks.astype(np.uint32) + _FIRST_KEY_BITS).view(np.float32)
+
+    def encode_thresholds(self, thresholds: np.ndarray) -> np.ndarray:
+        """Keys of thresholds: the rank of the first distinct score >= t (so >= is preserved)."""
+        ranks = np.searchsorted(self.distinct, thresholds, side="left")
+        return self.keys_of_ranks(np.asarray(ranks))
+
+    def decode(self, keys: Any) -> Any:
+        """Input values of score keys; +-inf and NaN (markers, the closing curve point) stay."""
+        if not self.active:
+            return keys
+        keys = np.asarray(keys, np.float32)
+        finite = np.isfinite(keys)
+        ranks = keys.view(np.uint32).astype(np.int64) - int(_FIRST_KEY_BITS)
+        values = self.distinct[np.clip(ranks, 0, self.distinct.size - 1)].astype(np.float64)
+        values = np.where(finite, values, keys.astype(np.float64))
+        return jnp.asarray(values) if jax.config.jax_enable_x64 else values
+
+
+def _needs_codec(host: np.ndarray, dtype: Any) -> bool:
+    """True when casting `host` to the engine's float `dtype` would merge, move or flush values."""
+    if host.dtype == np.bool_:
+        return False
+    cast = host.astype(dtype)
+    tiny = np.finfo(dtype).tiny
+    if np.any((cast != 0) & (np.abs(cast) < tiny)):  # subnormal: XLA's CPU flushes it to zero
+        return True
+    if host.dtype == dtype:
+        return False
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.issubdtype(host.dtype, np.integer):
+            if host.size == 0:
+                return False
+            limit = 2 ** (np.finfo(dtype).nmant + 1)
+            return bool(np.max(np.abs(host.astype(np.float64))) > limit)
+        return bool(np.any(cast.astype(host.dtype) != host))
+
+
+def order_keys(
+    scores: Any, name: str = "scores", *, thresholds: Any = None
+) -> tuple[Any, ScoreCodec]:
+    """Scores for a metric that depends only on their order, exact on any concrete input.
+
+    Traced scores (under jit) pass unchanged: their values are what JAX made them (float32
+    unless x64 is on). Concrete scores that the engine's float type would change are replaced
+    by order keys (see `ScoreCodec`); NaN/inf are left for `check_finite` to report.
+    """
+    host = host_values(scores)
+    if host is None or host.dtype.kind not in "biuf":
+        return scores, ScoreCodec(None)
+    # thresholds compared with the scores must be encoded with them, or not at all
+    grid = None if thresholds is None else host_values(thresholds)
+    if thresholds is not None and (grid is None or grid.dtype.kind not in "biuf"):
+        return scores, ScoreCodec(None)
+    needed = _needs_codec(host, float_dtype()) or (
+        grid is not None and _needs_codec(grid[~np.isnan(grid)], float_dtype())
+    )
+    if not needed or not np.all(np.isfinite(host)):
+        return scores, ScoreCodec(None)
+    distinct = np.unique(host.astype(np.float64) if host.dtype.kind == "f" else host)
+    if distinct.size >= 2**31:
+        raise ValueError(f"`{name}` has too many distinct values to rank exactly.")
+    codec = ScoreCodec(distinct)
+    keys = codec.keys_of_ranks(np.searchsorted(distinct, host))
+    return keys, codec
+
+
+def ranking_inputs(
+    scores: Any, labels: Any, sample_weight: Any = None, *, thresholds: Any = None
+) -> tuple[Array, Array, Array | None, Array, ScoreCodec]:
+    """`binary_inputs` for metrics of the scores' order only, plus the codec of their keys.
+
+    With `thresholds` (compared against the scores), the codec is used only when they are
+    concrete too, and then encodes them with the scores.
+    """
+    keys, codec = order_keys(scores, thresholds=thresholds)
+    scores, labels, weights, invalid = binary_inputs(keys, labels, sample_weight, host=True)
+    return scores, labels, weights, invalid, codec
 
 
 def map_batch(kernel: Callable[..., Any], *arrays: Array | None) -> Any:
@@ -175,8 +383,8 @@ def map_batch(kernel: Callable[..., Any], *arrays: Array | None) -> Any:
     arrays = tuple(
         a[0] if a is not None and axis is None else a for a, axis in zip(arrays, in_axes)
     )
-    if all(axis is None for axis in in_axes):
-        return map_batch(kernel, *arrays)
+    if all(axis is None for axis in in_axes):  # a batch axis of size 1 is kept, never squeezed
+        return jax.tree_util.tree_map(lambda leaf: leaf[None], map_batch(kernel, *arrays))
     return jax.vmap(lambda *xs: map_batch(kernel, *xs), in_axes=in_axes)(*arrays)
 
 
@@ -186,6 +394,10 @@ def nan_where(invalid: Array, tree: Any) -> Any:
     Floating leaves become NaN; integer leaves (exact counts) become -1, an impossible count that
     every rate turns into NaN.
     """
+
+    flags = host_values(invalid)
+    if flags is not None and not flags.any():  # eager and clean: nothing to mark, no JAX op
+        return tree
 
     def poison(leaf: Array) -> Array:
         flag = invalid.reshape(invalid.shape + (1,) * (leaf.ndim - invalid.ndim))

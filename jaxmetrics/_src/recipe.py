@@ -1,0 +1,140 @@
+"""One recipe for every sort-based binary metric: check, encode, pad, compile once, mark.
+
+A sort-based metric is a 1-D kernel ``kernel(scores, labels, weights, *extra, **options)``
+written for one score vector (usually starting with `sorting.rank_and_tally`), plus one call::
+
+    result, codec = recipe.sorted_metric(kernel, scores, labels, sample_weight, max_fpr=max_fpr)
+
+The recipe
+
+1. checks the inputs (`validation.ranking_inputs`): a clear error for concrete bad values, a
+   per-batch `invalid` flag for traced ones;
+2. encodes concrete scores whose order float32 would change (`validation.ScoreCodec`); the
+   caller decodes the results that hold scores (`codec.decode`);
+3. called eagerly, pads the sample axis to a bucket size with zero-weight samples, which never
+   create a point of any curve, so the result is identical; one compiled program then serves
+   every length in the bucket (four buckets per doubling), and a new length near a seen one
+   costs no compilation. Under `jax.jit` the kernel is mapped over the batch axes inside the
+   caller's trace and shapes are the caller's;
+4. marks the results of bad batch elements (NaN; -1 for integer counts).
+
+Options are static (they are part of the compiled program's cache key), so they must be
+hashable Python values.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmetrics._src import validation
+
+Array = jax.Array
+
+_SMALLEST_BUCKET = 32
+
+
+def bucket_size(num_samples: int) -> int:
+    """The padded length of an eager call: four sizes per doubling, at most 25% padding."""
+    if num_samples <= _SMALLEST_BUCKET:
+        return _SMALLEST_BUCKET
+    step = 1 << max(num_samples.bit_length() - 3, 0)
+    return -(-num_samples // step) * step
+
+
+def _pad(array: Any, size: int, fill: str | int) -> Any:
+    """Pad the last axis to `size` with the last value ("edge": ties add no group) or `fill`."""
+    extra = size - array.shape[-1]
+    if extra == 0:
+        return array
+    xp = np if isinstance(array, np.ndarray) else jnp
+    if fill == "edge":
+        tail = xp.broadcast_to(array[..., -1:], array.shape[:-1] + (extra,))
+    else:
+        tail = xp.full(array.shape[:-1] + (extra,), fill, array.dtype)
+    return xp.concatenate([array, tail], axis=-1)
+
+
+@functools.cache
+def _compiled(kernel: Callable[..., Any], options: tuple) -> Callable[..., Any]:
+    def run(scores, labels, weights, *extra):
+        return validation.map_batch(
+            lambda s, y, w: kernel(s, y, w, *extra, **dict(options)), scores, labels, weights
+        )
+
+    return jax.jit(run)
+
+
+def _trim(result: Any, length: int) -> Any:
+    return jax.tree_util.tree_map(lambda leaf: leaf[..., :length], result)
+
+
+def run_kernel(
+    kernel: Callable[..., Any],
+    scores: Array,
+    labels: Array,
+    weights: Array | None,
+    *extra: Any,
+    per_point: bool = False,
+    **options: Any,
+) -> Any:
+    """Run a checked 1-D kernel over the batch axes: bucketed and compiled once when eager."""
+    arrays = (scores, labels, weights, *extra)
+    if any(validation.host_values(a) is None for a in arrays if a is not None):
+        # traced: the caller's shapes; closed-over numpy arrays become constants of the trace
+        scores, labels, weights, *extra = (None if a is None else jnp.asarray(a) for a in arrays)
+        return validation.map_batch(
+            lambda s, y, w: kernel(s, y, w, *extra, **options), scores, labels, weights
+        )
+    num_samples = scores.shape[-1]
+    size = bucket_size(num_samples)
+    if weights is None:  # unit weights, made explicit so padding can carry zeros
+        weights = np.ones(num_samples, np.int32)
+    padded = (_pad(scores, size, "edge"), _pad(labels, size, 0), _pad(weights, size, 0))
+    result = _compiled(kernel, tuple(sorted(options.items())))(*padded, *extra)
+    # curves have one point per sample and one more; the padding never holds a real point
+    return _trim(result, num_samples + 1) if per_point else result
+
+
+def sorted_metric(
+    kernel: Callable[..., Any],
+    scores: Any,
+    labels: Any,
+    sample_weight: Any = None,
+    *,
+    per_point: bool = False,
+    **options: Any,
+) -> tuple[Any, validation.ScoreCodec]:
+    """Check, encode, run and mark a sort-based binary metric (see the module docstring).
+
+    Returns the kernel's result over the batch axes, with bad batch elements marked, and the
+    codec that decodes score-valued results back into the input's values.
+    """
+    scores, labels, weights, invalid, codec = validation.ranking_inputs(
+        scores, labels, sample_weight
+    )
+    result = run_kernel(kernel, scores, labels, weights, per_point=per_point, **options)
+    return validation.nan_where(invalid, result), codec
+
+
+# Public metrics whose value depends on the scores (their first argument) only through their
+# order and ties: `bootstrap` may hand them exact order keys instead of float32-rounded scores.
+_ORDER_ONLY: set[Callable[..., Any]] = set()
+
+
+def order_only(metric: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a public metric as a function of the order of its first argument (a decorator)."""
+    _ORDER_ONLY.add(metric)
+    return metric
+
+
+def is_order_only(metric: Callable[..., Any]) -> bool:
+    """True for marked metrics, also behind `functools.partial` (e.g. a fixed `max_fpr`)."""
+    while isinstance(metric, functools.partial):
+        metric = metric.func
+    return metric in _ORDER_ONLY
