@@ -13,10 +13,10 @@ def test_host_and_device_ranking_find_the_same_groups(rng):
     scores = scores.astype(np.float32)
     scores[0, :5] = [-0.0, 0.0, np.inf, -np.inf, 0.0]
     scores = np.where(scores == 0, np.float32(0), scores)
-    host_order, host_stop = sorting._host_rank(scores)
-    dev_order, dev_stop = jax.jit(sorting._device_rank)(jnp.asarray(scores))
+    host_order, host_start, host_stop = sorting._host_rank(scores)
+    dev_order, dev_start, dev_stop = jax.jit(sorting._device_rank)(jnp.asarray(scores))
     np.testing.assert_array_equal(host_stop, dev_stop)
-    host_start = np.stack([sorting.rank(jnp.asarray(row)).group_start for row in scores])
+    np.testing.assert_array_equal(host_start, dev_start)
     ordered = np.take_along_axis(scores, host_order, -1)
     np.testing.assert_array_equal(ordered, np.take_along_axis(scores, np.asarray(dev_order), -1))
     assert np.all(np.diff(ordered, axis=-1) >= 0)
@@ -46,3 +46,25 @@ def test_float_weights_accumulate_accurately_at_ten_million():
     expected = (pos * (below + neg / 2)).sum() / (pos.sum() * neg.sum())
     got = jax.jit(jm.roc_auc)(level.astype(np.float32), labels, sample_weight=weights)
     assert float(got) == pytest.approx(expected, abs=1e-6)
+
+
+@pytest.mark.parametrize("op", ["sum", "max"])
+def test_host_and_device_cumulative_agree(rng, op):
+    values = rng.integers(-5, 9, (3, 257)).astype(np.int32)
+    expected = np.cumsum(values, -1) if op == "sum" else np.maximum.accumulate(values, -1)
+    np.testing.assert_array_equal(jax.jit(lambda v: sorting.cumulative(v, op=op))(values), expected)
+    np.testing.assert_array_equal(jax.vmap(lambda v: sorting.cumulative(v, op=op))(values), expected)
+    device = jax.jit(lambda v: sorting._device_cumulative(v, op=op))  # the GPU/TPU path
+    np.testing.assert_array_equal(device(values), expected)
+
+
+def test_subnormal_scores_are_consistent_under_jit_and_exact_eagerly():
+    scores, labels = [0.0, 1e-45, 1e-42, 1e-39], np.array([0, 1, 0, 1])
+    # eagerly the order keys keep every subnormal distinct: the exact AUC (pairs counted by hand)
+    assert float(jm.roc_auc(scores, labels)) == 0.75
+    # under jit XLA's CPU flushes them to zero; the engine flushes them too, so every comparison
+    # agrees with its groups: one tie group, AUC 1/2, and `>=` counts all four at threshold 0
+    as_float32 = np.asarray(scores, np.float32)
+    assert float(jax.jit(jm.roc_auc)(as_float32, labels)) == 0.5
+    counts = jax.jit(jm.confusion_counts)(as_float32, labels, np.float32(0))
+    assert [int(c) for c in counts] == [2, 2, 0, 0]

@@ -56,7 +56,7 @@ class PrCurve(NamedTuple):
 def _compact(keep: Array, *arrays: Array) -> tuple[Array, ...]:
     """Move the entries where `keep` is True to the front, in order; pad with the last kept one."""
     size = keep.shape[0]
-    rank_of_kept = jnp.cumsum(keep.astype(jnp.int32))
+    rank_of_kept = sorting.cumulative(keep.astype(jnp.int32))
     num_kept = rank_of_kept[-1]
     wanted = jnp.minimum(jnp.arange(1, size + 1, dtype=jnp.int32), jnp.maximum(num_kept, 1))
     source = jnp.clip(jnp.searchsorted(rank_of_kept, wanted, side="left"), 0, size - 1)

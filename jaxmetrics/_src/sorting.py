@@ -18,6 +18,7 @@ Layout (1-D kernels; callers lift them over batch axes with ``validation.map_bat
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -56,29 +57,36 @@ def _host_rank(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     )
     stop = np.where(is_end, np.arange(1, n + 1, dtype=np.int32), np.int32(n))
     group_stop = np.flip(np.minimum.accumulate(np.flip(stop, -1), axis=-1), -1)
-    return order.astype(np.int32), group_stop.astype(np.int32)
+    is_start = np.concatenate([np.ones(order.shape[:-1] + (1,), bool), is_end[..., :-1]], axis=-1)
+    start = np.where(is_start, np.arange(n, dtype=np.int32), np.int32(0))
+    group_start = np.maximum.accumulate(start, axis=-1)
+    return order.astype(np.int32), group_start.astype(np.int32), group_stop.astype(np.int32)
 
 
-def _device_rank(scores: Array) -> tuple[Array, Array]:
+def _device_rank(scores: Array) -> tuple[Array, Array, Array]:
     order = jnp.argsort(scores, axis=-1).astype(jnp.int32)
     ordered = jnp.take_along_axis(scores, order, axis=-1)
     n = scores.shape[-1]
+    axis = scores.ndim - 1
     is_end = jnp.concatenate(
         [ordered[..., 1:] != ordered[..., :-1], jnp.ones(scores.shape[:-1] + (1,), bool)], axis=-1
     )
     stop = jnp.where(is_end, jnp.arange(1, n + 1, dtype=jnp.int32), n)
-    return order, jax.lax.cummin(stop, axis=scores.ndim - 1, reverse=True)
+    is_start = jnp.concatenate([jnp.ones(scores.shape[:-1] + (1,), bool), is_end[..., :-1]], -1)
+    start = jnp.where(is_start, jnp.arange(n, dtype=jnp.int32), 0)
+    group_start = jax.lax.cummax(start, axis=axis)
+    return order, group_start, jax.lax.cummin(stop, axis=axis, reverse=True)
 
 
-def _rank_indices(scores: Array) -> tuple[Array, Array]:
-    """(order, group_stop) of `scores` along the last axis, both int32.
+def _rank_indices(scores: Array) -> tuple[Array, Array, Array]:
+    """(order, group_start, group_stop) of `scores` along the last axis, all int32.
 
     On CPU a host callback to numpy (its sort and running min are several times faster than
     XLA's there); on GPU/TPU XLA's own sort. Both give the same groups; tie order may differ.
     """
 
-    def on_cpu(values: Array) -> tuple[Array, Array]:
-        result = (jax.ShapeDtypeStruct(values.shape, jnp.int32),) * 2
+    def on_cpu(values: Array) -> tuple[Array, Array, Array]:
+        result = (jax.ShapeDtypeStruct(values.shape, jnp.int32),) * 3
         return jax.pure_callback(_host_rank, result, values, vmap_method="expand_dims")
 
     return jax.lax.platform_dependent(scores, cpu=on_cpu, default=_device_rank)
@@ -89,17 +97,12 @@ class Ranked(NamedTuple):
 
     scores: Array  # (n,) ascending
     order: Array  # (n,) int32: scores_sorted = scores_original[order]
+    group_start: Array  # (n,) int32: first position of the tie group holding i
     group_stop: Array  # (n,) int32: one past the last position of the tie group holding i
 
     @property
     def is_group_start(self) -> Array:
         return jnp.concatenate([jnp.ones(1, bool), self.scores[1:] != self.scores[:-1]])
-
-    @property
-    def group_start(self) -> Array:
-        """First position of the tie group holding position i (int32)."""
-        position = jnp.arange(self.scores.shape[0], dtype=jnp.int32)
-        return jax.lax.cummax(jnp.where(self.is_group_start, position, 0))
 
 
 def rank(scores: Array) -> Ranked:
@@ -112,8 +115,8 @@ def rank(scores: Array) -> Ranked:
     scores = jnp.where(jnp.abs(scores) < tiny, jnp.zeros_like(scores), scores)
     # the permutation is piecewise constant in the scores: no gradient flows through it, while
     # the sorted scores (a gather) stay differentiable for the surrogate losses
-    order, group_stop = _rank_indices(jax.lax.stop_gradient(scores))
-    return Ranked(scores[order], order, group_stop)
+    order, group_start, group_stop = _rank_indices(jax.lax.stop_gradient(scores))
+    return Ranked(scores[order], order, group_start, group_stop)
 
 
 def at_thresholds(ranked: Ranked, prefix: Array, thresholds: Array, *, inclusive: bool) -> Array:
@@ -144,14 +147,14 @@ class Tallies(NamedTuple):
     @property
     def positive(self) -> Array:
         """(n + 1,) weight of positives among the j smallest scores."""
-        return prefix_sum(self.positive_weights)
+        return count_prefix_sum(self.positive_weights)
 
     @property
     def negative(self) -> Array:
         """(n + 1,) weight of negatives among the j smallest scores."""
         if self.weights is None:  # unit weights: everyone below minus the positives, no scan
             return self.nonzero - self.positive
-        return prefix_sum(self.weights - self.positive_weights)
+        return count_prefix_sum(self.weights - self.positive_weights)
 
     @property
     def total_positive(self) -> Array:
@@ -165,8 +168,51 @@ class Tallies(NamedTuple):
 
 
 def prefix_sum(values: Array) -> Array:
-    """Exclusive prefix sum of length n + 1: element j sums the first j values."""
+    """Exclusive prefix sum of length n + 1: element j sums the first j values (differentiable).
+
+    XLA's parallel scan, for values that gradients flow through (the surrogate losses). Counts
+    and weights use `count_prefix_sum`.
+    """
     return jnp.concatenate([jnp.zeros(1, values.dtype), jnp.cumsum(values)])
+
+
+def _host_cumulative(values: np.ndarray, *, op: str) -> np.ndarray:
+    values = np.asarray(values)
+    if op == "max":
+        return np.maximum.accumulate(values, axis=-1)
+    # integers exactly in int64 (totals are checked to fit int32); floats in float64, which is
+    # more accurate than XLA's float32 tree
+    wide = np.int64 if values.dtype.kind in "iub" else np.float64
+    return np.cumsum(values, axis=-1, dtype=wide).astype(values.dtype)
+
+
+def cumulative(values: Array, *, op: str = "sum") -> Array:
+    """Inclusive running sum or maximum along the last axis, without gradients.
+
+    On CPU a host callback to numpy: XLA lowers a cumulative op there to a parallel scan whose
+    compilation alone takes ~0.4 s per shape (measured), the bulk of a metric's first call;
+    numpy runs it as fast at any size. Elsewhere XLA's own.
+    """
+
+    def on_cpu(values: Array) -> Array:
+        result = jax.ShapeDtypeStruct(values.shape, values.dtype)
+        return jax.pure_callback(
+            functools.partial(_host_cumulative, op=op), result, values, vmap_method="expand_dims"
+        )
+
+    return jax.lax.platform_dependent(
+        values, cpu=on_cpu, default=functools.partial(_device_cumulative, op=op)
+    )
+
+
+def _device_cumulative(values: Array, *, op: str) -> Array:
+    axis = values.ndim - 1
+    return jax.lax.cummax(values, axis=axis) if op == "max" else jnp.cumsum(values, axis=axis)
+
+
+def count_prefix_sum(values: Array) -> Array:
+    """Exclusive prefix sum of length n + 1 of counts or weights (no gradient; see `cumulative`)."""
+    return jnp.concatenate([jnp.zeros(1, values.dtype), cumulative(values)])
 
 
 def tally(ranked: Ranked, labels: Array, weights: Array | None) -> Tallies:
@@ -183,7 +229,7 @@ def tally(ranked: Ranked, labels: Array, weights: Array | None) -> Tallies:
         everyone = jnp.arange(labels.shape[0] + 1, dtype=jnp.int32)
         return Tallies(labels, None, everyone)
     weights = weights[ranked.order].astype(dtype)
-    return Tallies(weights * labels, weights, prefix_sum((weights != 0).astype(jnp.int32)))
+    return Tallies(weights * labels, weights, count_prefix_sum((weights != 0).astype(jnp.int32)))
 
 
 # ----------------------------------------------------------------------------- tie groups
@@ -240,7 +286,7 @@ def neighbours(ranked: Ranked, tallies: Tallies, groups: Groups) -> tuple[Array,
     n = ranked.scores.shape[0]
     position = jnp.arange(n, dtype=jnp.int32)
     has_weight = (tallies.nonzero[1:] - tallies.nonzero[:-1]) > 0
-    last_weighted = jax.lax.cummax(jnp.where(has_weight, position, -1))
+    last_weighted = cumulative(jnp.where(has_weight, position, -1), op="max")
     # the last weighted position strictly below the group start, and the start of its group
     below = jnp.where(
         ranked.group_start > 0, last_weighted[jnp.maximum(ranked.group_start - 1, 0)], -1
