@@ -52,8 +52,12 @@ def test_float_weights_accumulate_accurately_at_ten_million():
 def test_host_and_device_cumulative_agree(rng, op):
     values = rng.integers(-5, 9, (3, 257)).astype(np.int32)
     expected = np.cumsum(values, -1) if op == "sum" else np.maximum.accumulate(values, -1)
-    np.testing.assert_array_equal(jax.jit(lambda v: sorting.cumulative(v, op=op))(values), expected)
-    np.testing.assert_array_equal(jax.vmap(lambda v: sorting.cumulative(v, op=op))(values), expected)
+
+    def host(v):
+        return sorting.cumulative(v, op=op)
+
+    np.testing.assert_array_equal(jax.jit(host)(values), expected)
+    np.testing.assert_array_equal(jax.vmap(host)(values), expected)
     device = jax.jit(lambda v: sorting._device_cumulative(v, op=op))  # the GPU/TPU path
     np.testing.assert_array_equal(device(values), expected)
 
