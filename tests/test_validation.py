@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from sklearn import metrics as skm
 
 import jaxmetrics as jm
 
@@ -96,3 +97,121 @@ def test_max_fpr_out_of_range():
 def test_nan_threshold():
     with pytest.raises(ValueError, match="`thresholds`"):
         jm.confusion_counts(SCORES, LABELS, [0.5, np.nan])
+
+
+# ----------------------------------------------------------------------------- issue 11 cases
+
+
+def test_a_size_one_batch_axis_is_kept():
+    scores, labels = np.ones((1, 3, 8), np.float32), np.r_[np.ones(4), np.zeros(4)]
+    assert jm.confusion_counts(scores, labels, 0.5).tp.shape == (1, 3)
+    assert jax.jit(jm.roc_curve)(scores[0, :1], labels).fpr.shape == (1, 9)
+    assert jm.roc_auc(scores[0, :1], labels).shape == (1,)
+    assert jax.vmap(jm.average_precision)(scores[0, :1, None], labels[None, None]).shape == (1, 1)
+    # and the NaN mark of a bad row lands on that row, not a squeezed neighbour
+    bad = scores.copy()
+    bad[0, 1, 3] = np.nan
+    counts = jax.jit(jm.confusion_counts)(bad, labels, np.float32(0.5))
+    assert np.asarray(counts.tp).tolist() == [[4, -1, 4]]
+
+
+def test_a_nan_threshold_under_jit_marks_only_its_own_counts():
+    scores, labels = np.array([0.1, 0.6, 0.7], np.float32), np.array([0, 1, 1])
+    counts = jax.jit(jm.confusion_counts)(scores, labels, np.array([0.5, np.nan], np.float32))
+    assert np.asarray(counts.tp).tolist() == [2, -1]
+    assert np.isnan(np.asarray(jm.precision(counts))[1])
+
+
+def test_closed_over_concrete_arrays_inside_jit():
+    scores, labels = np.array([0.1, 0.6, 0.7, 0.3]), np.array([0, 1, 1, 0])
+    grid = np.linspace(0.0, 1.0, 5)
+    counts = jax.jit(lambda s: jm.confusion_counts(s, labels, grid))(scores)
+    assert np.asarray(counts.tp).tolist() == [2, 2, 2, 0, 0]
+    counts = jax.jit(lambda t: jm.confusion_counts(scores, labels, t))(grid)
+    assert np.asarray(counts.tp).tolist() == [2, 2, 2, 0, 0]
+    assert float(jax.jit(lambda: jm.roc_auc(scores, labels))()) == 1.0
+    curve = jax.jit(lambda: jm.roc_curve(scores, labels))()
+    assert float(curve.thresholds[1]) == pytest.approx(0.7)
+
+
+def test_weight_totals_never_overflow_silently():
+    scores, labels = np.array([0.1, 0.6, 0.7, 0.3]), np.array([0, 1, 1, 0])
+    huge_int = np.full(4, 2**30, np.int32)  # total 2^32: beyond int32 counts
+    with pytest.raises(ValueError, match="`sample_weight` must sum to at most"):
+        jm.roc_auc(scores, labels, sample_weight=huge_int)
+    assert np.isnan(float(jax.jit(jm.roc_auc)(scores, labels, sample_weight=huge_int)))
+    with pytest.raises(ValueError, match="`sample_weight`"):
+        jm.confusion_counts(scores, labels, 0.5, sample_weight=np.full(4, 2**32 - 1, np.uint32))
+    # float weights of 1e20: every rate is scale-free, so the answer is the unweighted one
+    big = np.full(4, 1e20, np.float32)
+    assert float(jm.roc_auc(scores, labels, sample_weight=big)) == 1.0
+    assert float(jax.jit(jm.roc_auc)(scores, labels, sample_weight=big)) == 1.0
+    assert float(jm.average_precision(scores, labels, sample_weight=big)) == 1.0
+    with pytest.raises(ValueError, match="float32 sums"):
+        jm.roc_auc(scores, labels, sample_weight=np.full(4, 1e38, np.float32))
+
+
+def test_f_beta_limits_and_weighted_average_without_support():
+    counts = jm.Counts(np.array([3, 0]), np.array([1, 2]), np.array([1, 0]), np.array([3, 5]))
+    np.testing.assert_array_equal(jm.f_beta(counts, beta=math.inf), jm.recall(counts))
+    assert float(jm.f_beta(jm.Counts(3, 1, 1, 3), beta=1e6)) == pytest.approx(0.75)
+    no_support = jm.Counts(np.array([0, 0]), np.array([1, 2]), np.array([0, 0]), np.array([3, 5]))
+    expected = skm.precision_score(
+        [0, 0, 0], [1, 1, 1], labels=[1], average="weighted", zero_division=0.0
+    )
+    assert float(jm.precision(no_support, average="weighted", zero_division=0.0)) == expected
+    assert np.isnan(float(jm.precision(no_support, average="weighted")))
+
+
+def test_matthews_corrcoef_of_a_marked_matrix_is_nan():
+    assert np.isnan(float(jm.matthews_corrcoef(-np.ones((3, 3), np.int32))))
+    assert np.isnan(float(jm.matthews_corrcoef(jm.Counts(-1, -1, -1, -1))))
+
+
+def test_option_and_count_arguments():
+    scores, labels = np.array([0.1, 0.6, 0.7, 0.3]), np.array([0, 1, 1, 0])
+    assert float(jm.precision_at_k(scores, labels, k=np.int64(2))) == 1.0
+    result = jm.bootstrap(
+        jm.roc_auc, scores, labels, key=jax.random.key(0), num_resamples=np.int64(20)
+    )
+    assert result.samples.shape == (20,)
+    for bad_k in (True, 0, 1.5):
+        with pytest.raises((TypeError, ValueError), match="`k`"):
+            jm.precision_at_k(scores, labels, k=bad_k)
+    with pytest.raises(ValueError, match="`chunk_size`"):
+        jm.bootstrap(jm.roc_auc, scores, labels, key=jax.random.key(0), chunk_size=0)
+    with pytest.raises(ValueError, match="`confidence`"):
+        jm.bootstrap(jm.roc_auc, scores, labels, key=jax.random.key(0), confidence=1.5)
+    with pytest.raises(TypeError, match="`key` must be a JAX PRNG key.*got int 0"):
+        jm.bootstrap(jm.roc_auc, scores, labels, key=0)
+    with pytest.raises(ValueError, match="`average` must be one of"):
+        jm.precision(jm.Counts(1, 1, 1, 1), average="samples")
+    with pytest.raises(ValueError, match="`min_precision`"):
+        jm.recall_at_precision(scores, labels, min_precision=1.5)
+    with pytest.raises(ValueError, match="`cost_fn`"):
+        jm.min_expected_cost(scores, labels, cost_fp=1.0, cost_fn=math.nan)
+
+
+def test_paired_difference_refuses_a_missing_model(rng):
+    scores = rng.normal(size=(3, 30))
+    labels = (rng.random(30) < 0.5).astype(np.int32)
+    labels[:2] = [0, 1]
+    result = jm.bootstrap(jm.roc_auc, scores, labels, key=jax.random.key(0), num_resamples=20)
+    with pytest.raises(ValueError, match=r"`second` must be a model index in \[0, 3\)"):
+        jm.paired_difference(result, second=99)
+    with pytest.raises(ValueError, match="`confidence`"):
+        jm.paired_difference(result, confidence=1.5)
+
+
+def test_eager_calls_reuse_one_compilation_per_bucket(rng):
+    # zero-weight padding never creates a point: a padded call equals the unpadded one under jit
+    from jaxmetrics._src import recipe
+
+    for n in (5, 33, 100, 1000, 1025):
+        assert recipe.bucket_size(n) >= n and recipe.bucket_size(n) <= max(32, 1.25 * n)
+    scores = np.round(rng.normal(size=77), 1).astype(np.float32)
+    labels = (rng.random(77) < 0.4).astype(np.int32)
+    for metric in (jm.roc_auc, jm.average_precision, jm.roc_curve, jm.precision_recall_curve):
+        eager, jitted = metric(scores, labels), jax.jit(metric)(scores, labels)
+        for a, b in zip(jax.tree_util.tree_leaves(eager), jax.tree_util.tree_leaves(jitted)):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -295,6 +295,13 @@ class ScoreCodec:
         """Input values of score keys; +-inf and NaN (markers, the closing curve point) stay."""
         if not self.active:
             return keys
+        if isinstance(keys, jax.core.Tracer):
+            # concrete scores closed over inside jit: the result is traced, so the values come
+            # back in JAX's float type (float32 unless x64), as everything under jit does
+            ranks = jax.lax.bitcast_convert_type(keys, jnp.uint32) - _FIRST_KEY_BITS
+            distinct = jnp.asarray(self.distinct, float_dtype())
+            values = distinct[jnp.clip(ranks.astype(jnp.int32), 0, self.distinct.size - 1)]
+            return jnp.where(jnp.isfinite(keys), values, keys.astype(values.dtype))
         keys = np.asarray(keys, np.float32)
         finite = np.isfinite(keys)
         ranks = keys.view(np.uint32).astype(np.int64) - int(_FIRST_KEY_BITS)
