@@ -1,5 +1,9 @@
 """jaxmetrics: exact, batched classification metrics in JAX."""
 
+# the submodules are attributes of the package: `jm.losses.pairwise_auc_loss` works after
+# `import jaxmetrics as jm` alone
+from jaxmetrics import losses as losses
+from jaxmetrics import streaming as streaming
 from jaxmetrics._src.calibration import ReliabilityBins as ReliabilityBins
 from jaxmetrics._src.calibration import ReliabilityTable as ReliabilityTable
 from jaxmetrics._src.calibration import brier_score as brier_score
@@ -49,6 +53,8 @@ from jaxmetrics._src.resampling import PairedDifference as PairedDifference
 from jaxmetrics._src.resampling import bootstrap as bootstrap
 from jaxmetrics._src.resampling import paired_difference as paired_difference
 from jaxmetrics._src.resampling import resample_weights as resample_weights
+from jaxmetrics._src.thresholds import BudgetChoice as BudgetChoice
+from jaxmetrics._src.thresholds import ThresholdChoice as ThresholdChoice
 from jaxmetrics._src.thresholds import bayes_threshold as bayes_threshold
 from jaxmetrics._src.thresholds import budget_threshold as budget_threshold
 from jaxmetrics._src.thresholds import max_f_beta as max_f_beta
@@ -60,6 +66,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BootstrapResult",
+    "BudgetChoice",
     "ClassificationReport",
     "Counts",
     "DeLong",
@@ -69,6 +76,7 @@ __all__ = [
     "ReliabilityBins",
     "ReliabilityTable",
     "RocCurve",
+    "ThresholdChoice",
     "accuracy",
     "agresti_coull_interval",
     "average_precision",
@@ -89,6 +97,7 @@ __all__ = [
     "false_positive_rate",
     "hanley_mcneil_standard_error",
     "log_loss",
+    "losses",
     "matthews_corrcoef",
     "max_f_beta",
     "mean_absolute_error",
@@ -112,6 +121,7 @@ __all__ = [
     "root_mean_squared_error",
     "safe_divide",
     "specificity",
+    "streaming",
     "top_k_accuracy",
     "wilson_interval",
 ]

@@ -7,17 +7,18 @@ averaging rule (`_average`), so undefined values behave the same everywhere.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from jaxmetrics._src import recipe, sorting, validation
+from jaxmetrics._src.typing import Array, ArrayLike, Average, options_of
 
-Array = jax.Array
-
-_AVERAGES = (None, "micro", "macro", "weighted")
+_AVERAGES = options_of(Average)
 
 
 class Counts(NamedTuple):
@@ -51,7 +52,11 @@ def safe_divide(numerator: Array, denominator: Array, zero_division: float = mat
 
 
 def confusion_counts(
-    scores: Any, labels: Any, thresholds: Any, *, sample_weight: Any = None
+    scores: ArrayLike,
+    labels: ArrayLike,
+    thresholds: ArrayLike,
+    *,
+    sample_weight: ArrayLike | None = None,
 ) -> Counts:
     """Confusion counts of the rule ``score >= threshold`` at one threshold or a whole grid.
 
@@ -109,11 +114,33 @@ def _counts_kernel(scores: Array, labels: Array, weights: Array | None, grid: Ar
     return Counts(*(jnp.where(jnp.isnan(grid), jnp.asarray(-1, c.dtype), c) for c in counts))
 
 
+_HOW_TO_COUNT = (
+    "Rates take counts, so that one sort serves every rate: count predictions first, e.g. "
+    "`jm.precision(jm.confusion_counts(scores, labels, 0.5))`."
+)
+
+
+def _takes_counts(rate: Callable[..., Array]) -> Callable[..., Array]:
+    """Rates are ``rate(counts, *, options)``; a scikit-learn style ``rate(scores, labels)``
+    call gets an error that says how to get counts, instead of Python's bare arity error."""
+
+    @functools.wraps(rate)
+    def checked(counts: Counts, *unexpected: Any, **options: Any) -> Array:
+        if unexpected:
+            raise TypeError(
+                f"`{rate.__name__}` takes one `Counts` argument (options are keyword-only); "
+                f"got {1 + len(unexpected)} positional arguments. {_HOW_TO_COUNT}"
+            )
+        return rate(counts, **options)
+
+    return checked
+
+
 def _as_counts(counts: Any) -> Counts:
     if not isinstance(counts, Counts):
         raise TypeError(
             f"`counts` must be a jaxmetrics.Counts (from confusion_counts or one_vs_rest); "
-            f"got {type(counts).__name__}."
+            f"got {type(counts).__name__}. {_HOW_TO_COUNT}"
         )
     return Counts(*(jnp.asarray(c) for c in counts))
 
@@ -123,7 +150,7 @@ def _pool(counts: Counts) -> Counts:
     return Counts(*(c.sum(axis=-1) for c in counts))
 
 
-def _average(rate: Array, counts: Counts, average: str | None, zero_division: float) -> Array:
+def _average(rate: Array, counts: Counts, average: Average, zero_division: float) -> Array:
     if average is None:
         return rate
     if average == "macro":
@@ -135,7 +162,7 @@ def _average(rate: Array, counts: Counts, average: str | None, zero_division: fl
     return safe_divide(terms.sum(axis=-1), support.sum(axis=-1), zero_division)
 
 
-def _rate(rate_of, counts: Any, *, zero_division: float, average: str | None) -> Array:
+def _rate(rate_of, counts: Any, *, zero_division: float, average: Average) -> Array:
     """Apply `rate_of(counts, zero_division)` with the averaging rule and the -1 sentinel."""
     validation.check_option(average, "average", _AVERAGES)
     counts = _as_counts(counts)
@@ -154,7 +181,8 @@ def _rate(rate_of, counts: Any, *, zero_division: float, average: str | None) ->
     return jnp.where(invalid, jnp.nan, value)
 
 
-def precision(counts: Counts, *, zero_division: float = math.nan, average: str | None = None):
+@_takes_counts
+def precision(counts: Counts, *, zero_division: float = math.nan, average: Average = None):
     """Precision TP / (TP + FP), the share of alarms that are real.
 
     Matches `sklearn.metrics.precision_score` (from counts). Undefined (no predicted positives)
@@ -173,7 +201,8 @@ def precision(counts: Counts, *, zero_division: float = math.nan, average: str |
     )
 
 
-def recall(counts: Counts, *, zero_division: float = math.nan, average: str | None = None):
+@_takes_counts
+def recall(counts: Counts, *, zero_division: float = math.nan, average: Average = None):
     """Recall (sensitivity, TPR) TP / (TP + FN). Matches `sklearn.metrics.recall_score`."""
     return _rate(
         lambda c, z: safe_divide(c.tp, c.tp + c.fn, z),
@@ -183,7 +212,8 @@ def recall(counts: Counts, *, zero_division: float = math.nan, average: str | No
     )
 
 
-def specificity(counts: Counts, *, zero_division: float = math.nan, average: str | None = None):
+@_takes_counts
+def specificity(counts: Counts, *, zero_division: float = math.nan, average: Average = None):
     """Specificity (TNR) TN / (TN + FP); sklearn's `recall_score` with `pos_label=0`."""
     return _rate(
         lambda c, z: safe_divide(c.tn, c.tn + c.fp, z),
@@ -193,8 +223,9 @@ def specificity(counts: Counts, *, zero_division: float = math.nan, average: str
     )
 
 
+@_takes_counts
 def false_positive_rate(
-    counts: Counts, *, zero_division: float = math.nan, average: str | None = None
+    counts: Counts, *, zero_division: float = math.nan, average: Average = None
 ):
     """False positive rate FP / (FP + TN) = 1 - specificity."""
     return _rate(
@@ -205,7 +236,8 @@ def false_positive_rate(
     )
 
 
-def accuracy(counts: Counts, *, zero_division: float = math.nan, average: str | None = None):
+@_takes_counts
+def accuracy(counts: Counts, *, zero_division: float = math.nan, average: Average = None):
     """Accuracy (TP + TN) / (TP + FP + FN + TN). Matches `sklearn.metrics.accuracy_score`.
 
     >>> import jaxmetrics as jm
@@ -220,9 +252,8 @@ def accuracy(counts: Counts, *, zero_division: float = math.nan, average: str | 
     )
 
 
-def balanced_accuracy(
-    counts: Counts, *, zero_division: float = math.nan, average: str | None = None
-):
+@_takes_counts
+def balanced_accuracy(counts: Counts, *, zero_division: float = math.nan, average: Average = None):
     """Balanced accuracy (recall + specificity) / 2; matches sklearn's `balanced_accuracy_score`.
 
     Undefined when either class is absent (`zero_division` enters through the missing rate).
@@ -235,12 +266,13 @@ def balanced_accuracy(
     )
 
 
+@_takes_counts
 def f_beta(
     counts: Counts,
     *,
     beta: float = 1.0,
     zero_division: float = math.nan,
-    average: str | None = None,
+    average: Average = None,
 ):
     r"""F-beta in its counting form; matches `sklearn.metrics.fbeta_score` (f1_score for beta=1).
 
@@ -269,7 +301,7 @@ def _float(x: Array) -> Array:
     return x.astype(validation.float_dtype())
 
 
-def matthews_corrcoef(counts_or_matrix: Any, *, zero_division: float = math.nan) -> Array:
+def matthews_corrcoef(counts_or_matrix: ArrayLike, *, zero_division: float = math.nan) -> Array:
     r"""Matthews correlation coefficient of binary `Counts` or of a ``[*batch, C, C]`` matrix.
 
     Matches `sklearn.metrics.matthews_corrcoef`, except that an empty denominator (a constant

@@ -13,15 +13,13 @@ Zero-weight samples never create a point (as in scikit-learn, which drops them f
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-import jax
 import jax.numpy as jnp
 
 from jaxmetrics._src import recipe, sorting, validation
 from jaxmetrics._src.counts import safe_divide
-
-Array = jax.Array
+from jaxmetrics._src.typing import Array, ArrayLike
 
 
 class RocCurve(NamedTuple):
@@ -75,7 +73,11 @@ def _auc_terms(groups: sorting.Groups, dtype) -> tuple[Array, Array, Array, Arra
 
 @recipe.order_only
 def roc_auc(
-    scores: Any, labels: Any, *, sample_weight: Any = None, max_fpr: float | None = None
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    sample_weight: ArrayLike | None = None,
+    max_fpr: float | None = None,
 ) -> Array:
     r"""Area under the ROC curve, exact (sort-based), with ties counting one half.
 
@@ -139,7 +141,9 @@ def _roc_auc_kernel(
 
 
 @recipe.order_only
-def average_precision(scores: Any, labels: Any, *, sample_weight: Any = None) -> Array:
+def average_precision(
+    scores: ArrayLike, labels: ArrayLike, *, sample_weight: ArrayLike | None = None
+) -> Array:
     r"""Average precision, the step sum over the precision-recall curve (no interpolation).
 
     Matches `sklearn.metrics.average_precision_score` (binary), except that with no positives the
@@ -171,7 +175,11 @@ def _average_precision_kernel(scores: Array, labels: Array, weights: Array | Non
 
 
 def roc_curve(
-    scores: Any, labels: Any, *, sample_weight: Any = None, drop_intermediate: bool = True
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    sample_weight: ArrayLike | None = None,
+    drop_intermediate: bool = True,
 ) -> RocCurve:
     """ROC curve (fpr, tpr) over every distinct threshold, in a fixed-length array.
 
@@ -220,7 +228,11 @@ def _roc_curve_kernel(
 
 
 def precision_recall_curve(
-    scores: Any, labels: Any, *, sample_weight: Any = None, drop_intermediate: bool = False
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    sample_weight: ArrayLike | None = None,
+    drop_intermediate: bool = False,
 ) -> PrCurve:
     """Precision-recall curve over every distinct threshold, in a fixed-length array.
 
@@ -265,7 +277,9 @@ def _precision_recall_curve_kernel(
 
 
 @recipe.order_only
-def precision_at_k(scores: Any, labels: Any, *, k: int, sample_weight: Any = None) -> Array:
+def precision_at_k(
+    scores: ArrayLike, labels: ArrayLike, *, k: int, sample_weight: ArrayLike | None = None
+) -> Array:
     """Precision among the k highest-scoring samples.
 
     Tie rule at k: when the k-th highest score is shared by samples inside and outside the top k,

@@ -25,11 +25,10 @@ import numpy as np
 from jax.scipy.special import ndtr, ndtri
 
 from jaxmetrics._src import recipe, validation
+from jaxmetrics._src.typing import Array, ArrayLike, BootstrapMethod, Sampling, options_of
 
-Array = jax.Array
-
-_METHODS = ("percentile", "basic", "bca")
-_SAMPLINGS = ("multinomial", "poisson")
+_METHODS = options_of(BootstrapMethod)
+_SAMPLINGS = options_of(Sampling)
 # A step evaluates `chunk_size` resamples together under vmap. Small steps whose weight vectors
 # stay in cache are fastest on CPU (measured at n = 10^5: 0.7 ms per AUC resample with 2-5 per
 # step, 1.5 ms with 50), so the default keeps a step's weights near 1 MB.
@@ -156,8 +155,8 @@ def resample_weights(
     resamples: Array,
     num_samples: int,
     *,
-    sampling: str = "multinomial",
-    stratify: Any = None,
+    sampling: Sampling = "multinomial",
+    stratify: ArrayLike | None = None,
     host_callback: bool = True,
 ) -> Array:
     """Integer weights ``[len(resamples), num_samples]`` of the given resample indices.
@@ -291,13 +290,13 @@ def _nan_quantile(samples: Array, q: Array) -> Array:
 
 def bootstrap(
     metric: Callable[..., Any],
-    *arrays: Any,
+    *arrays: ArrayLike,
     key: Array,
     num_resamples: int = 1000,
     confidence: float = 0.95,
-    method: str = "percentile",
-    sampling: str = "multinomial",
-    stratify: Any = None,
+    method: BootstrapMethod = "percentile",
+    sampling: Sampling = "multinomial",
+    stratify: ArrayLike | None = None,
     mesh: jax.sharding.Mesh | None = None,
     chunk_size: int | None = None,
     progress: Callable[[int, int], None] | None = None,

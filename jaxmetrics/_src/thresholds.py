@@ -15,13 +15,11 @@ import numbers
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-import jax
 import jax.numpy as jnp
 
 from jaxmetrics._src import recipe, sorting, validation
 from jaxmetrics._src.counts import safe_divide
-
-Array = jax.Array
+from jaxmetrics._src.typing import Array, ArrayLike
 
 
 class ThresholdChoice(NamedTuple):
@@ -145,7 +143,11 @@ def _check_level(value: Any, name: str) -> float:
 
 
 def max_f_beta(
-    scores: Any, labels: Any, *, beta: float = 1.0, sample_weight: Any = None
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    beta: float = 1.0,
+    sample_weight: ArrayLike | None = None,
 ) -> ThresholdChoice:
     """The largest F-beta over all thresholds, and the lowest threshold that attains it.
 
@@ -165,7 +167,11 @@ def max_f_beta(
 
 
 def recall_at_precision(
-    scores: Any, labels: Any, *, min_precision: float, sample_weight: Any = None
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    min_precision: float,
+    sample_weight: ArrayLike | None = None,
 ) -> ThresholdChoice:
     """Largest recall among thresholds whose precision is at least `min_precision`.
 
@@ -184,7 +190,11 @@ def recall_at_precision(
 
 
 def precision_at_recall(
-    scores: Any, labels: Any, *, min_recall: float, sample_weight: Any = None
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    min_recall: float,
+    sample_weight: ArrayLike | None = None,
 ) -> ThresholdChoice:
     """Largest precision among thresholds whose recall is at least `min_recall`.
 
@@ -199,7 +209,12 @@ def precision_at_recall(
 
 
 def min_expected_cost(
-    scores: Any, labels: Any, *, cost_fp: float, cost_fn: float, sample_weight: Any = None
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    cost_fp: float,
+    cost_fn: float,
+    sample_weight: ArrayLike | None = None,
 ) -> ThresholdChoice:
     """Smallest cost per sample, ``(cost_fp * FP + cost_fn * FN) / n``, and its threshold.
 
@@ -243,7 +258,7 @@ def bayes_threshold(*, cost_fp: float, cost_fn: float) -> float:
     return cost_fp / (cost_fp + cost_fn)
 
 
-def budget_threshold(scores: Any, *, k: int) -> BudgetChoice:
+def budget_threshold(scores: ArrayLike, *, k: int) -> BudgetChoice:
     """Threshold of a budget of k alarms: the k-th highest score (`.threshold`), and how many
     samples it selects (`.value`).
 
