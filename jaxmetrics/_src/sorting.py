@@ -180,10 +180,10 @@ def _host_cumulative(values: np.ndarray, *, op: str) -> np.ndarray:
     values = np.asarray(values)
     if op == "max":
         return np.maximum.accumulate(values, axis=-1)
-    # integers exactly in int64 (totals are checked to fit int32); floats in float64, which is
-    # more accurate than XLA's float32 tree
-    wide = np.int64 if values.dtype.kind in "iub" else np.float64
-    return np.cumsum(values, axis=-1, dtype=wide).astype(values.dtype)
+    if values.dtype.kind in "iub":  # exact: weight totals are checked to fit the int32 counts
+        return np.cumsum(values, axis=-1, dtype=values.dtype)
+    # floats accumulate in float64, more accurate than XLA's float32 tree
+    return np.cumsum(values, axis=-1, dtype=np.float64).astype(values.dtype)
 
 
 def cumulative(values: Array, *, op: str = "sum") -> Array:
