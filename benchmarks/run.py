@@ -287,6 +287,90 @@ def memory_row(n, num_resamples, device):
     )
 
 
+def first_call_probe(n):
+    """Run in a fresh process: what an eager user waits for on first contact."""
+    start = time.perf_counter()
+    import jaxmetrics as jm
+
+    imported = time.perf_counter() - start
+    rng = np.random.default_rng(0)
+
+    def eager_pair(size):
+        labels = (rng.random(size) < 0.1).astype(np.int32)
+        scores = (rng.normal(size=size) + labels).astype(np.float32)
+        start = time.perf_counter()
+        float(jm.roc_auc(scores, labels)), float(jm.average_precision(scores, labels))
+        return time.perf_counter() - start
+
+    cold = eager_pair(n)
+    near = eager_pair(n + 37)  # a new length in the same padding bucket: no compilation
+    print(json.dumps(dict(import_s=imported, cold_s=cold, near_s=near)))
+
+
+def _probe(*arguments, env=None) -> dict:
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, __file__, *arguments],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    ).stdout.strip()
+    return json.loads(out.splitlines()[-1])
+
+
+def first_call_rows(n, device):
+    env = dict(os.environ, JAX_PLATFORMS="cpu") if device == "cpu" else dict(os.environ)
+    probe = _probe("--first-call-probe", str(n), env=env)
+    return [
+        dict(
+            work=f"eager roc_auc + average_precision, first call at n = {n:.0e} (compiles)",
+            jaxmetrics_s=probe["cold_s"],
+            sklearn_s=float("nan"),
+            speedup=float("nan"),
+            import_s=probe["import_s"],
+        ),
+        dict(
+            work=f"eager roc_auc + average_precision at a new length n = {n + 37} after it",
+            jaxmetrics_s=probe["near_s"],
+            sklearn_s=float("nan"),
+            speedup=float("nan"),
+            target_s=0.3,
+        ),
+    ]
+
+
+def report_rows(device):
+    """`jaxmetrics report --demo` in a fresh process: cold (empty compilation cache), then warm."""
+    import subprocess
+    import tempfile
+
+    rows = []
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, XDG_CACHE_HOME=cache)
+        if device == "cpu":
+            env["JAX_PLATFORMS"] = "cpu"
+        for state, target in (("cold", 8.0), ("warm", 4.0)):
+            start = time.perf_counter()
+            subprocess.run(
+                [sys.executable, "-m", "jaxmetrics._src.cli", "report", "--demo", "--quiet"],
+                check=True,
+                env=env,
+                capture_output=True,
+            )
+            rows.append(
+                dict(
+                    work=f"jaxmetrics report --demo, {state} compilation cache (whole process)",
+                    jaxmetrics_s=time.perf_counter() - start,
+                    sklearn_s=float("nan"),
+                    speedup=float("nan"),
+                    target_s=target,
+                )
+            )
+    return rows
+
+
 def print_rows(rows):
     width = max(len(r["work"]) for r in rows)
     print(f"{'work':<{width}}  {'jaxmetrics s':>12}  {'sklearn s':>10}  {'speedup':>8}")
@@ -313,11 +397,20 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes only")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--memory-probe", nargs=2, type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--first-call-probe", type=int, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--only", choices=["first-call"], help="run one group of rows (for a quick check)"
+    )
     args = parser.parse_args()
     if args.device == "cpu":
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
     global jax, jnp, np, skm, jm
+    if args.first_call_probe:  # before anything is imported: the import is part of it
+        import numpy as np
+
+        first_call_probe(args.first_call_probe)
+        return 0
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -328,12 +421,19 @@ def main() -> int:
     if args.memory_probe:
         memory_probe(*args.memory_probe)
         return 0
+    if args.only == "first-call":
+        print_rows(first_call_rows(10**5, args.device) + report_rows(args.device))
+        return 0
     backend = jax.default_backend()
     if args.device == "gpu" and backend != "gpu":
         print(f"--device gpu asked, but JAX's backend is {backend}", file=sys.stderr)
         return 1
     sizes = [10**4, 10**5] if args.quick else [10**5, 10**6, 10**7]
-    rows = ranking_rows(sizes, args.repeats)
+    # first contact runs in fresh processes, before this one has compiled anything
+    rows = first_call_rows(10**4 if args.quick else 10**5, args.device)
+    if not args.quick:
+        rows += report_rows(args.device)
+    rows += ranking_rows(sizes, args.repeats)
     rows.append(threshold_grid_row(10**5 if args.quick else 10**6, 1000, args.repeats))
     rows.append(surrogate_row(2 * 10**4 if args.quick else 2 * 10**5, args.repeats))
     rows.append(
