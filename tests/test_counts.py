@@ -9,8 +9,8 @@ from sklearn import metrics as skm
 
 import jaxmetrics as jm
 
-SCREENING = jm.Counts(90, 891, 10, 9009)  # seed 000: 10,000 people, prevalence 1%
-EXERCISE = jm.Counts(40, 10, 20, 930)  # seed 001's worked exercise
+SCREENING = jm.Counts(90, 891, 10, 9009)  # 10,000 people screened, prevalence 1%
+EXERCISE = jm.Counts(40, 10, 20, 930)  # a worked exercise: 60 positives among 1,000
 
 
 def test_screening_test_from_seed_000():

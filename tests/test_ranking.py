@@ -9,7 +9,7 @@ from sklearn import metrics as skm
 
 import jaxmetrics as jm
 
-EIGHT_SCORES = [0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1]  # seed 000's eight scored examples
+EIGHT_SCORES = [0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1]  # eight scored examples
 EIGHT_LABELS = [1, 1, 0, 1, 0, 1, 0, 0]
 
 

@@ -79,7 +79,7 @@ def confusion_counts(
       `Counts` with fields of shape ``[*batch, *t]``.
 
     >>> import jaxmetrics as jm
-    >>> scores = [0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1]  # seed 000's eight examples
+    >>> scores = [0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1]  # eight scored examples, 4 positive
     >>> c = jm.confusion_counts(scores, [1, 1, 0, 1, 0, 1, 0, 0], 0.5)
     >>> [int(x) for x in c]
     [3, 1, 1, 3]
@@ -190,7 +190,7 @@ def precision(counts: Counts, *, zero_division: float = math.nan, average: Avera
     pools counts before dividing, "macro" is NaN if any class is NaN, "weighted" weighs by support.
 
     >>> import jaxmetrics as jm
-    >>> round(float(jm.precision(jm.Counts(90, 891, 10, 9009))), 4)  # seed 000's screening test
+    >>> round(float(jm.precision(jm.Counts(90, 891, 10, 9009))), 4)  # a screening test: 1% prevalence
     0.0917
     """
     return _rate(

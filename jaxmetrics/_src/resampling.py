@@ -448,7 +448,7 @@ def paired_difference(
 
     `result` must come from a metric with a model axis last (scores ``[M, n]``), so that both
     models were evaluated on the same resampled rows: the pairing is what makes the interval of
-    the difference much narrower than the two separate intervals (seed 001). Resamples where
+    the difference much narrower than the two separate intervals. Resamples where
     either value is undefined are dropped.
     """
     if result.samples.ndim < 2:

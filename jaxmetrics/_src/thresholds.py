@@ -151,7 +151,7 @@ def max_f_beta(
 ) -> ThresholdChoice:
     """The largest F-beta over all thresholds, and the lowest threshold that attains it.
 
-    Ties go to the lowest threshold, as a threshold sweep reports them (seed 003). For calibrated
+    Ties go to the lowest threshold, as a threshold sweep reports them. For calibrated
     probabilities the F1-optimal threshold is half the optimal F1 (Lipton et al. 2014).
 
     >>> import jaxmetrics as jm
@@ -198,8 +198,8 @@ def precision_at_recall(
 ) -> ThresholdChoice:
     """Largest precision among thresholds whose recall is at least `min_recall`.
 
-    The screening rule of seed 000 ("find at least 95% of cases, and among the thresholds that do,
-    take the one with the best precision"). Ties in precision go to the lowest threshold (more
+    The screening rule "find at least 95% of cases, and among the thresholds that do, take the
+    one with the best precision". Ties in precision go to the lowest threshold (more
     recall at the same precision).
     """
     min_recall = _check_level(min_recall, "min_recall")
@@ -249,7 +249,7 @@ def bayes_threshold(*, cost_fp: float, cost_fn: float) -> float:
     expected cost of a miss, p cost_fn (Elkan 2001).
 
     >>> import jaxmetrics as jm
-    >>> round(jm.bayes_threshold(cost_fp=5, cost_fn=500), 4)  # seed 000: 5 / 505
+    >>> round(jm.bayes_threshold(cost_fp=5, cost_fn=500), 4)  # a miss costs 100 false alarms: 5 / 505
     0.0099
     """
     _check_costs(cost_fp, cost_fn)
@@ -263,8 +263,8 @@ def budget_threshold(scores: ArrayLike, *, k: int) -> BudgetChoice:
     samples it selects (`.value`).
 
     Tie rule: the rule ``score >= threshold`` selects every sample tied with the k-th, so
-    `.value` can exceed k; break the tie at random or by a second key to call exactly k
-    (seed 000), or use `precision_at_k`, which counts the tied group's expected share.
+    `.value` can exceed k; break the tie at random or by a second key to call exactly k, or
+    use `precision_at_k`, which counts the tied group's expected share.
     """
     k = validation.check_count(k, "k")
     keys, codec = validation.order_keys(scores)
