@@ -22,11 +22,31 @@ _AVERAGES = options_of(Average)
 
 
 class Counts(NamedTuple):
-    """True positives, false positives, false negatives and true negatives (a pytree).
+    """Confusion counts of a binary rule: TP, FP, FN and TN (a pytree of arrays).
 
-    Fields share one shape. They are int32 when computed without weights or with integer weights
-    (exact past 2^24 samples) and float otherwise. Under `jax.jit`, a batch element whose input held
-    a bad value has every count set to -1, which every rate turns into NaN.
+    What `confusion_counts` and `one_vs_rest` return and what every rate (`precision`, `recall`,
+    `f_beta`, ...) takes, so that one sort of the scores serves every rate at every threshold.
+    It unpacks as ``tp, fp, fn, tn``; note that ``sklearn.metrics.confusion_matrix(...).ravel()``
+    gives ``tn, fp, fn, tp``.
+
+    Conventions: the fields share one shape, e.g. ``[*batch, *t]`` for a threshold grid or
+    ``[*batch, C]`` per class. They are int32 when computed without weights or with integer
+    weights (exact past 2^24 samples without `jax_enable_x64`) and float sums of weights
+    otherwise. Under `jax.jit`, a batch element whose input held a bad value has every count set
+    to -1, an impossible count that every rate turns into NaN.
+
+    Attributes:
+      tp: true positives, positive samples with ``score >= threshold``.
+      fp: false positives, negative samples with ``score >= threshold``.
+      fn: false negatives, positive samples with ``score < threshold``.
+      tn: true negatives, negative samples with ``score < threshold``.
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> scores = [0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1]
+      >>> tp, fp, fn, tn = jm.confusion_counts(scores, [1, 1, 0, 1, 0, 1, 0, 0], 0.5)
+      >>> int(tp), int(fp), int(fn), int(tn)
+      (3, 1, 1, 3)
     """
 
     tp: Array
@@ -35,8 +55,39 @@ class Counts(NamedTuple):
     tn: Array
 
 
-def safe_divide(numerator: Array, denominator: Array, zero_division: float = math.nan) -> Array:
-    """`numerator / denominator` in float, with `zero_division` where the denominator is 0."""
+def safe_divide(
+    numerator: ArrayLike, denominator: ArrayLike, zero_division: float = math.nan
+) -> Array:
+    r"""Elementwise ``numerator / denominator`` in float, `zero_division` where it divides by 0.
+
+    The one division of the library: every rate goes through it, so undefined values behave the
+    same everywhere. Its `zero_division` is scikit-learn's option of the same name (its rates
+    take ``0.0``, ``1.0`` or ``np.nan``), with NaN as the default.
+
+    .. math:: \mathrm{safe\_divide}(a, b) = \begin{cases} a / b & b \ne 0 \\
+              \mathrm{zero\_division} & b = 0 \end{cases}
+
+    Conventions: any numerator over a zero denominator gives `zero_division`, never ``inf``. The
+    result is float32 (float64 when `jax_enable_x64` is on) and a true, correctly rounded
+    division, not a product with a reciprocal, so it is exact wherever the ratio is
+    representable (``41 / 41`` is exactly 1 and an ROC curve ends at exactly (1, 1)).
+
+    Args:
+      numerator: an array of any shape, broadcasting against `denominator`.
+      denominator: an array of any shape, broadcasting against `numerator`.
+      zero_division: the value where the denominator is 0; NaN by default.
+
+    Returns:
+      A float array of the broadcast shape of `numerator` and `denominator`.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import jaxmetrics as jm
+      >>> [float(x) for x in jm.safe_divide(jnp.array([1, 2]), jnp.array([4, 0]))]
+      [0.25, nan]
+      >>> float(jm.safe_divide(2, 0, zero_division=0.0))
+      0.0
+    """
     dtype = validation.float_dtype()
     numerator = jnp.asarray(numerator, dtype)
     denominator = jnp.asarray(denominator, dtype)
@@ -58,31 +109,49 @@ def confusion_counts(
     *,
     sample_weight: ArrayLike | None = None,
 ) -> Counts:
-    """Confusion counts of the rule ``score >= threshold`` at one threshold or a whole grid.
+    r"""Confusion counts of the rule ``score >= threshold``, at one threshold or a whole grid.
 
-    Matches `sklearn.metrics.confusion_matrix(labels, scores >= t, sample_weight=...)` at every t.
+    Matches ``sklearn.metrics.confusion_matrix(labels, scores >= t, sample_weight=w).ravel()``
+    (which orders them tn, fp, fn, tp) at every threshold t of the grid, and
+    `sklearn.metrics.confusion_matrix_at_thresholds` where the grid is the distinct scores. The
+    scores are sorted once and every threshold is read off weighted prefix sums by a binary
+    search: O(n log n + T log n) time and O(n + T) memory, never an ``n x T`` comparison array.
 
-    Sorts the scores once and reads every threshold off weighted prefix sums with a binary search:
-    O(n log n + T log n) time and O(n + T) memory, never an n x T comparison array.
+    .. math:: TP(t) = \sum_{i:\, y_i = 1,\, s_i \ge t} w_i, \qquad
+              FP(t) = \sum_{i:\, y_i = 0,\, s_i \ge t} w_i
 
-    Conventions: predicted positive iff ``score >= threshold``; thresholds are compared in the
-    scores' dtype; NaN/inf scores, labels outside {0, 1} and negative weights raise `ValueError`
-    (under jit the counts of that batch element are -1).
+    and FN, TN likewise over ``s_i < t`` (with unit weights, counts of samples).
+
+    Conventions: predicted positive iff ``score >= threshold``, so the samples tied at a
+    threshold are all flagged; ``+inf`` flags nothing and ``-inf`` everything. Counts are int32
+    without weights or with integer weights and float sums of weights otherwise (see `Counts`).
+    NaN or infinite scores, labels outside {0, 1}, negative weights and NaN thresholds raise
+    `ValueError` naming the argument and the index; under `jax.jit` every count of the affected
+    batch element is -1 (a NaN threshold marks only its own counts). Precision: called eagerly,
+    float64 and large-integer scores and thresholds are compared exactly (README, "Precision
+    rules"); under `jax.jit` they are what JAX made them (float32 unless `jax_enable_x64` is on)
+    and the thresholds are cast to the scores' dtype.
 
     Args:
-      scores: ``[*batch, n]`` real scores.
-      labels: ``[*batch, n]`` 0/1 labels (1 positive), broadcasting against `scores`.
-      thresholds: any shape ``[*t]``; the same grid for every batch element.
-      sample_weight: optional ``[*batch, n]`` non-negative weights.
+      scores: ``[*batch, n]`` real scores, larger meaning more positive.
+      labels: ``[*batch, n]`` labels in {0, 1} or bool (1 positive), broadcasting against
+        `scores`.
+      thresholds: ``[*t]``, any shape (a scalar included); the same grid for every batch element.
+      sample_weight: optional ``[*batch, n]`` non-negative weights, broadcasting against
+        `scores`.
 
     Returns:
-      `Counts` with fields of shape ``[*batch, *t]``.
+      `Counts` whose fields have shape ``[*batch, *t]``.
 
-    >>> import jaxmetrics as jm
-    >>> scores = [0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1]  # eight scored examples, 4 positive
-    >>> c = jm.confusion_counts(scores, [1, 1, 0, 1, 0, 1, 0, 0], 0.5)
-    >>> [int(x) for x in c]
-    [3, 1, 1, 3]
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> scores = [0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1]  # eight scored examples, 4 positive
+      >>> labels = [1, 1, 0, 1, 0, 1, 0, 0]
+      >>> [int(x) for x in jm.confusion_counts(scores, labels, 0.5)]  # tp, fp, fn, tn
+      [3, 1, 1, 3]
+      >>> counts = jm.confusion_counts(scores, labels, [0.25, 0.5, 0.75])  # one sort, any grid
+      >>> counts.tp.tolist(), counts.fp.tolist()
+      ([4, 3, 2], [2, 1, 0])
     """
     thresholds = validation.as_real_array(thresholds, "thresholds", min_ndim=0, host=True)
     validation.check_values(
@@ -182,16 +251,42 @@ def _rate(rate_of, counts: Any, *, zero_division: float, average: Average) -> Ar
 
 
 @_takes_counts
-def precision(counts: Counts, *, zero_division: float = math.nan, average: Average = None):
-    """Precision TP / (TP + FP), the share of alarms that are real.
+def precision(counts: Counts, *, zero_division: float = math.nan, average: Average = None) -> Array:
+    r"""Precision TP / (TP + FP): the share of predicted positives (alarms) that are real.
 
-    Matches `sklearn.metrics.precision_score` (from counts). Undefined (no predicted positives)
-    gives `zero_division`, NaN by default; ``average`` works over the last (class) axis: "micro"
-    pools counts before dividing, "macro" is NaN if any class is NaN, "weighted" weighs by support.
+    Matches `sklearn.metrics.precision_score` on the predictions the counts were taken from,
+    except that an empty denominator (nothing predicted positive) gives NaN by default, where
+    scikit-learn warns and gives 0.0; ``zero_division=0.0`` or ``1.0`` reproduce its options. It
+    takes `Counts`, not predictions, so that one sort serves every rate at every threshold:
+    ``jm.precision(jm.confusion_counts(scores, labels, 0.5))``.
 
-    >>> import jaxmetrics as jm
-    >>> round(float(jm.precision(jm.Counts(90, 891, 10, 9009))), 4)  # a screening test: 1% prevalence
-    0.0917
+    .. math:: \mathrm{precision} = \frac{TP}{TP + FP}
+
+    Conventions: the counts carry the threshold rule (predicted positive iff
+    ``score >= threshold``). `average` works over the last (class) axis, e.g. of `one_vs_rest`
+    counts: "micro" pools the counts before dividing, "macro" is the plain mean (NaN when any
+    class is NaN, where scikit-learn's ``zero_division=np.nan`` leaves that class out),
+    "weighted" weighs each class by its support TP + FN. Counts holding the -1 marker of a bad
+    input under `jax.jit` give NaN.
+
+    Args:
+      counts: `Counts` whose fields share a shape ``[*batch]``; with `average`, the last axis is
+        the class axis, ``[*batch, C]``.
+      zero_division: the value where TP + FP = 0; NaN by default.
+      average: None (per element), "micro", "macro" or "weighted" over the class axis.
+
+    Returns:
+      A float array of shape ``[*batch]``, the counts' shape less the class axis when `average`
+      is given.
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> screening = jm.Counts(tp=90, fp=891, fn=10, tn=9009)  # 1% prevalence, 10,000 tested
+      >>> round(float(jm.precision(screening)), 4)  # 90 / 981: most alarms are false
+      0.0917
+
+    References:
+      van Rijsbergen (1979), Information Retrieval, 2nd ed., Butterworths, ch. 7.
     """
     return _rate(
         lambda c, z: safe_divide(c.tp, c.tp + c.fp, z),
@@ -202,8 +297,43 @@ def precision(counts: Counts, *, zero_division: float = math.nan, average: Avera
 
 
 @_takes_counts
-def recall(counts: Counts, *, zero_division: float = math.nan, average: Average = None):
-    """Recall (sensitivity, TPR) TP / (TP + FN). Matches `sklearn.metrics.recall_score`."""
+def recall(counts: Counts, *, zero_division: float = math.nan, average: Average = None) -> Array:
+    r"""Recall (sensitivity, true positive rate) TP / (TP + FN): the share of positives found.
+
+    Matches `sklearn.metrics.recall_score` on the predictions the counts were taken from, except
+    that an empty denominator (no positive samples) gives NaN by default, where scikit-learn
+    warns and gives 0.0; ``zero_division=0.0`` or ``1.0`` reproduce its options. On
+    `one_vs_rest` counts, ``average="micro"`` is the multiclass accuracy of
+    `sklearn.metrics.accuracy_score` and ``average="macro"`` the multiclass
+    `sklearn.metrics.balanced_accuracy_score`.
+
+    .. math:: \mathrm{recall} = \frac{TP}{TP + FN}
+
+    Conventions: the counts carry the threshold rule (predicted positive iff
+    ``score >= threshold``). `average` works over the last (class) axis: "micro" pools the counts
+    before dividing, "macro" is the plain mean (NaN when any class is NaN), "weighted" weighs
+    each class by its support TP + FN (a class without support weighs nothing). Counts holding
+    the -1 marker of a bad input under `jax.jit` give NaN.
+
+    Args:
+      counts: `Counts` whose fields share a shape ``[*batch]``; with `average`, the last axis is
+        the class axis, ``[*batch, C]``.
+      zero_division: the value where TP + FN = 0; NaN by default.
+      average: None (per element), "micro", "macro" or "weighted" over the class axis.
+
+    Returns:
+      A float array of shape ``[*batch]``, the counts' shape less the class axis when `average`
+      is given.
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> screening = jm.Counts(tp=90, fp=891, fn=10, tn=9009)  # 1% prevalence, 10,000 tested
+      >>> round(float(jm.recall(screening)), 4)  # 90 of the 100 cases found
+      0.9
+
+    References:
+      van Rijsbergen (1979), Information Retrieval, 2nd ed., Butterworths, ch. 7.
+    """
     return _rate(
         lambda c, z: safe_divide(c.tp, c.tp + c.fn, z),
         counts,
@@ -213,8 +343,40 @@ def recall(counts: Counts, *, zero_division: float = math.nan, average: Average 
 
 
 @_takes_counts
-def specificity(counts: Counts, *, zero_division: float = math.nan, average: Average = None):
-    """Specificity (TNR) TN / (TN + FP); sklearn's `recall_score` with `pos_label=0`."""
+def specificity(
+    counts: Counts, *, zero_division: float = math.nan, average: Average = None
+) -> Array:
+    r"""Specificity (true negative rate) TN / (TN + FP): the share of negatives left unflagged.
+
+    scikit-learn has no function of its own for it: it matches
+    ``sklearn.metrics.recall_score(..., pos_label=0)`` on the predictions the counts were taken
+    from, except that an empty denominator (no negative samples) gives NaN by default, where
+    scikit-learn warns and gives 0.0; ``zero_division=0.0`` or ``1.0`` reproduce its options.
+
+    .. math:: \mathrm{specificity} = \frac{TN}{TN + FP} = 1 - \mathrm{FPR}
+
+    Conventions: the counts carry the threshold rule (predicted positive iff
+    ``score >= threshold``). `average` works over the last (class) axis: "micro" pools the counts
+    before dividing, "macro" is the plain mean (NaN when any class is NaN), "weighted" weighs
+    each class by its support TP + FN. Counts holding the -1 marker of a bad input under
+    `jax.jit` give NaN.
+
+    Args:
+      counts: `Counts` whose fields share a shape ``[*batch]``; with `average`, the last axis is
+        the class axis, ``[*batch, C]``.
+      zero_division: the value where TN + FP = 0; NaN by default.
+      average: None (per element), "micro", "macro" or "weighted" over the class axis.
+
+    Returns:
+      A float array of shape ``[*batch]``, the counts' shape less the class axis when `average`
+      is given.
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> screening = jm.Counts(tp=90, fp=891, fn=10, tn=9009)  # 1% prevalence, 10,000 tested
+      >>> round(float(jm.specificity(screening)), 4)  # 9009 / 9900
+      0.91
+    """
     return _rate(
         lambda c, z: safe_divide(c.tn, c.tn + c.fp, z),
         counts,
@@ -226,8 +388,38 @@ def specificity(counts: Counts, *, zero_division: float = math.nan, average: Ave
 @_takes_counts
 def false_positive_rate(
     counts: Counts, *, zero_division: float = math.nan, average: Average = None
-):
-    """False positive rate FP / (FP + TN) = 1 - specificity."""
+) -> Array:
+    r"""False positive rate FP / (FP + TN): the share of negatives flagged, 1 - specificity.
+
+    scikit-learn has no function of its own for it: it is the x axis of
+    `sklearn.metrics.roc_curve`, and ``1 - recall_score(..., pos_label=0)`` on the predictions
+    the counts were taken from. An empty denominator (no negative samples) gives `zero_division`,
+    NaN by default.
+
+    .. math:: \mathrm{FPR} = \frac{FP}{FP + TN}
+
+    Conventions: the counts carry the threshold rule (predicted positive iff
+    ``score >= threshold``). `average` works over the last (class) axis: "micro" pools the counts
+    before dividing, "macro" is the plain mean (NaN when any class is NaN), "weighted" weighs
+    each class by its support TP + FN. Counts holding the -1 marker of a bad input under
+    `jax.jit` give NaN.
+
+    Args:
+      counts: `Counts` whose fields share a shape ``[*batch]``; with `average`, the last axis is
+        the class axis, ``[*batch, C]``.
+      zero_division: the value where FP + TN = 0; NaN by default.
+      average: None (per element), "micro", "macro" or "weighted" over the class axis.
+
+    Returns:
+      A float array of shape ``[*batch]``, the counts' shape less the class axis when `average`
+      is given.
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> screening = jm.Counts(tp=90, fp=891, fn=10, tn=9009)  # 1% prevalence, 10,000 tested
+      >>> round(float(jm.false_positive_rate(screening)), 4)  # 891 / 9900
+      0.09
+    """
     return _rate(
         lambda c, z: safe_divide(c.fp, c.fp + c.tn, z),
         counts,
@@ -237,12 +429,38 @@ def false_positive_rate(
 
 
 @_takes_counts
-def accuracy(counts: Counts, *, zero_division: float = math.nan, average: Average = None):
-    """Accuracy (TP + TN) / (TP + FP + FN + TN). Matches `sklearn.metrics.accuracy_score`.
+def accuracy(counts: Counts, *, zero_division: float = math.nan, average: Average = None) -> Array:
+    r"""Accuracy (TP + TN) / (TP + FP + FN + TN): the share of samples classified right.
 
-    >>> import jaxmetrics as jm
-    >>> round(float(jm.accuracy(jm.Counts(90, 891, 10, 9009))), 4)
-    0.9099
+    Matches `sklearn.metrics.accuracy_score` on the binary predictions the counts were taken
+    from; the denominator is empty only when the counts are all 0 (no samples or zero total
+    weight), which gives `zero_division`, NaN by default. On `one_vs_rest` counts it is the
+    per-class binary accuracy; the multiclass accuracy of `sklearn.metrics.accuracy_score`
+    (trace over total) is ``recall(counts, average="micro")``.
+
+    .. math:: \mathrm{accuracy} = \frac{TP + TN}{TP + FP + FN + TN}
+
+    Conventions: the counts carry the threshold rule (predicted positive iff
+    ``score >= threshold``). `average` works over the last (class) axis: "micro" pools the counts
+    before dividing, "macro" is the plain mean (NaN when any class is NaN), "weighted" weighs
+    each class by its support TP + FN. Counts holding the -1 marker of a bad input under
+    `jax.jit` give NaN.
+
+    Args:
+      counts: `Counts` whose fields share a shape ``[*batch]``; with `average`, the last axis is
+        the class axis, ``[*batch, C]``.
+      zero_division: the value where all four counts are 0; NaN by default.
+      average: None (per element), "micro", "macro" or "weighted" over the class axis.
+
+    Returns:
+      A float array of shape ``[*batch]``, the counts' shape less the class axis when `average`
+      is given.
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> screening = jm.Counts(tp=90, fp=891, fn=10, tn=9009)  # 1% prevalence, 10,000 tested
+      >>> round(float(jm.accuracy(screening)), 4)  # below the 0.99 of never flagging anyone
+      0.9099
     """
     return _rate(
         lambda c, z: safe_divide(c.tp + c.tn, c.tp + c.fp + c.fn + c.tn, z),
@@ -253,10 +471,46 @@ def accuracy(counts: Counts, *, zero_division: float = math.nan, average: Averag
 
 
 @_takes_counts
-def balanced_accuracy(counts: Counts, *, zero_division: float = math.nan, average: Average = None):
-    """Balanced accuracy (recall + specificity) / 2; matches sklearn's `balanced_accuracy_score`.
+def balanced_accuracy(
+    counts: Counts, *, zero_division: float = math.nan, average: Average = None
+) -> Array:
+    r"""Balanced accuracy (recall + specificity) / 2: accuracy with both classes weighing alike.
 
-    Undefined when either class is absent (`zero_division` enters through the missing rate).
+    Matches `sklearn.metrics.balanced_accuracy_score` (binary, ``adjusted=False``) on the
+    predictions the counts were taken from, except when a class is absent: the result is then
+    NaN by default (with ``zero_division=z`` the missing rate counts as z), where scikit-learn
+    warns and averages the recall of the classes present. The multiclass
+    `sklearn.metrics.balanced_accuracy_score` is ``recall(counts, average="macro")`` on
+    `one_vs_rest` counts.
+
+    .. math:: \mathrm{balanced\ accuracy} = \frac12 \left(\frac{TP}{TP + FN}
+              + \frac{TN}{TN + FP}\right)
+
+    Conventions: the counts carry the threshold rule (predicted positive iff
+    ``score >= threshold``). `average` works over the last (class) axis: "micro" pools the counts
+    before dividing, "macro" is the plain mean (NaN when any class is NaN), "weighted" weighs
+    each class by its support TP + FN. Counts holding the -1 marker of a bad input under
+    `jax.jit` give NaN.
+
+    Args:
+      counts: `Counts` whose fields share a shape ``[*batch]``; with `average`, the last axis is
+        the class axis, ``[*batch, C]``.
+      zero_division: the value of a rate whose denominator is 0 (a class absent); NaN by default.
+      average: None (per element), "micro", "macro" or "weighted" over the class axis.
+
+    Returns:
+      A float array of shape ``[*batch]``, the counts' shape less the class axis when `average`
+      is given.
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> screening = jm.Counts(tp=90, fp=891, fn=10, tn=9009)  # 1% prevalence, 10,000 tested
+      >>> round(float(jm.balanced_accuracy(screening)), 4)  # (0.9 + 0.91) / 2
+      0.905
+
+    References:
+      Brodersen, Ong, Stephan & Buhmann (2010), "The balanced accuracy and its posterior
+      distribution", Proc. ICPR, 3121-3124.
     """
     return _rate(
         lambda c, z: (safe_divide(c.tp, c.tp + c.fn, z) + safe_divide(c.tn, c.tn + c.fp, z)) / 2,
@@ -273,16 +527,49 @@ def f_beta(
     beta: float = 1.0,
     zero_division: float = math.nan,
     average: Average = None,
-):
-    r"""F-beta in its counting form; matches `sklearn.metrics.fbeta_score` (f1_score for beta=1).
+) -> Array:
+    r"""F-beta score: the weighted harmonic mean of precision and recall, recall weighing beta.
 
-    .. math:: F_\beta = \frac{(1+\beta^2) TP}{(1+\beta^2) TP + \beta^2 FN + FP}
+    Matches `sklearn.metrics.fbeta_score` (`sklearn.metrics.f1_score` for ``beta=1``) on the
+    predictions the counts were taken from, except that it is NaN by default where undefined
+    (TP = FP = FN = 0: no positives and none predicted), where scikit-learn warns and gives 0.0;
+    ``zero_division=0.0`` or ``1.0`` reproduce its options. It is computed in the counting form
+    below, so it is defined whenever any of TP, FP, FN is nonzero (0 when TP = 0), even where
+    precision or recall is not.
 
-    Undefined only when TP = FP = FN = 0, where it gives `zero_division`.
+    .. math:: F_\beta = \frac{(1+\beta^2)\, TP}{(1+\beta^2)\, TP + \beta^2 FN + FP}
+              = \frac{(1+\beta^2)\, P R}{\beta^2 P + R}
 
-    >>> import jaxmetrics as jm
-    >>> round(float(jm.f_beta(jm.Counts(90, 891, 10, 9009), beta=2.0)), 3)  # 450 / 1381
-    0.326
+    Conventions: the counts carry the threshold rule (predicted positive iff
+    ``score >= threshold``). ``beta=0`` gives precision and ``beta=inf`` recall (the limit);
+    a negative or NaN `beta` raises `ValueError`. `average` works over the last (class) axis:
+    "micro" pools the counts before dividing, "macro" is the plain mean (NaN when any class is
+    NaN), "weighted" weighs each class by its support TP + FN. Counts holding the -1 marker of
+    a bad input under `jax.jit` give NaN.
+
+    Args:
+      counts: `Counts` whose fields share a shape ``[*batch]``; with `average`, the last axis is
+        the class axis, ``[*batch, C]``.
+      beta: weight of recall against precision, a float >= 0 (``inf`` allowed); 1 gives F1.
+      zero_division: the value where TP = FP = FN = 0; NaN by default.
+      average: None (per element), "micro", "macro" or "weighted" over the class axis.
+
+    Returns:
+      A float array of shape ``[*batch]``, the counts' shape less the class axis when `average`
+      is given.
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> screening = jm.Counts(tp=90, fp=891, fn=10, tn=9009)  # 1% prevalence, 10,000 tested
+      >>> round(float(jm.f_beta(screening)), 4)  # F1 = 180 / 1081
+      0.1665
+      >>> round(float(jm.f_beta(screening, beta=2.0)), 4)  # F2 = 450 / 1381
+      0.3259
+
+    References:
+      van Rijsbergen (1979), Information Retrieval, 2nd ed., Butterworths, ch. 7.
+      Chinchor (1992), "MUC-4 evaluation metrics", Proc. 4th Message Understanding Conference,
+      22-29.
     """
     if not beta >= 0:
         raise ValueError(f"`beta` must be >= 0; got {beta}.")
@@ -301,17 +588,52 @@ def _float(x: Array) -> Array:
     return x.astype(validation.float_dtype())
 
 
-def matthews_corrcoef(counts_or_matrix: ArrayLike, *, zero_division: float = math.nan) -> Array:
+def matthews_corrcoef(
+    counts_or_matrix: Counts | ArrayLike, *, zero_division: float = math.nan
+) -> Array:
     r"""Matthews correlation coefficient of binary `Counts` or of a ``[*batch, C, C]`` matrix.
 
-    Matches `sklearn.metrics.matthews_corrcoef`, except that an empty denominator (a constant
-    prediction or a single class) gives `zero_division` (NaN by default; sklearn returns 0.0).
+    Matches `sklearn.metrics.matthews_corrcoef` on the predictions the counts or the matrix were
+    taken from, except that an empty denominator (a constant prediction, or a single class
+    present) gives `zero_division`, NaN by default, where scikit-learn returns 0.0. It is the
+    correlation of the predicted and the true labels, in [-1, 1]; for a C x C confusion matrix
+    it is Gorodkin's R_K statistic, as in scikit-learn.
 
     .. math:: \mathrm{MCC} = \frac{TP \cdot TN - FP \cdot FN}
-              {\sqrt{(TP+FP)(TP+FN)(TN+FP)(TN+FN)}}
+              {\sqrt{(TP+FP)(TP+FN)(TN+FP)(TN+FN)}}, \qquad
+              R_K = \frac{c\, s - \sum_k p_k t_k}
+              {\sqrt{\left(s^2 - \sum_k p_k^2\right)\left(s^2 - \sum_k t_k^2\right)}}
 
-    For a C x C matrix (rows true, columns predicted) Gorodkin's R_K statistic is used.
-    Products are formed in float, so integer counts cannot overflow.
+    with c the trace of the matrix, s its total, p_k the samples predicted as class k and t_k
+    the samples of true class k.
+
+    Conventions: binary counts carry the threshold rule (predicted positive iff
+    ``score >= threshold``). Products are formed in float, so large integer counts cannot
+    overflow. Counts or matrix cells holding the -1 marker of a bad input under `jax.jit` give
+    NaN; a matrix that is not square raises `ValueError`.
+
+    Args:
+      counts_or_matrix: `Counts` whose fields share a shape ``[*batch]``, or a ``[*batch, C, C]``
+        confusion matrix with rows the true and columns the predicted class (as
+        `confusion_matrix` and `sklearn.metrics.confusion_matrix` return it).
+      zero_division: the value where the denominator is 0; NaN by default.
+
+    Returns:
+      A float array of shape ``[*batch]``.
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> screening = jm.Counts(tp=90, fp=891, fn=10, tn=9009)  # 1% prevalence, 10,000 tested
+      >>> round(float(jm.matthews_corrcoef(screening)), 4)
+      0.2709
+      >>> round(float(jm.matthews_corrcoef([[3, 1], [1, 3]])), 4)  # a 2 x 2 confusion matrix
+      0.5
+
+    References:
+      Matthews (1975), "Comparison of the predicted and observed secondary structure of T4 phage
+      lysozyme", Biochimica et Biophysica Acta 405:442-451. Gorodkin (2004), "Comparing two
+      K-category assignments by a K-category correlation coefficient", Computational Biology
+      and Chemistry 28:367-374.
     """
     if isinstance(counts_or_matrix, Counts):
         c = Counts(*(_float(jnp.asarray(x)) for x in counts_or_matrix))

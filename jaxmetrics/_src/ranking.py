@@ -23,11 +23,20 @@ from jaxmetrics._src.typing import Array, ArrayLike
 
 
 class RocCurve(NamedTuple):
-    """ROC curve of fixed length n + 1, highest threshold first.
+    """ROC curve of fixed length n + 1, highest threshold first (what `roc_curve` returns).
 
-    The real points come first, in scikit-learn's order; ``valid`` marks them and the padding
-    after them repeats the last real point (so plotting the whole arrays draws the same curve).
-    ``fpr[valid]``, ``tpr[valid]``, ``thresholds[valid]`` equal `sklearn.metrics.roc_curve`.
+    The real points come first, in scikit-learn's order, starting at (0, 0) with threshold
+    ``+inf``; `valid` marks them, and the padding after them repeats the last real point, so
+    plotting the whole arrays draws the same curve. ``fpr[valid]``, ``tpr[valid]`` and
+    ``thresholds[valid]`` equal the three arrays of `sklearn.metrics.roc_curve`. The fixed
+    length is what lets the curve be computed under `jax.jit` and batched with `jax.vmap`.
+
+    Attributes:
+      fpr: ``[*batch, n + 1]`` false positive rates FP / N of the rule ``score >= threshold``.
+      tpr: ``[*batch, n + 1]`` true positive rates TP / P.
+      thresholds: ``[*batch, n + 1]`` decreasing thresholds: ``+inf``, then the input's own
+        distinct score values (a float64 numpy array for eager float64 input while x64 is off).
+      valid: ``[*batch, n + 1]`` bool, True at the real points.
     """
 
     fpr: Array
@@ -39,10 +48,19 @@ class RocCurve(NamedTuple):
 class PrCurve(NamedTuple):
     """Precision-recall curve of fixed length n + 1, lowest threshold first.
 
-    The real points come first, ending with scikit-learn's closing point (precision 1, recall 0,
-    threshold +inf); ``valid`` marks them and the padding repeats the closing point.
-    ``precision[valid]`` and ``recall[valid]`` equal `sklearn.metrics.precision_recall_curve`;
-    ``thresholds[valid][:-1]`` equals its thresholds (sklearn has no threshold for the last point).
+    What `precision_recall_curve` returns. The real points come first, in scikit-learn's order,
+    ending with its closing point (precision 1, recall 0, threshold ``+inf``); `valid` marks
+    them, and the padding after them repeats the closing point. ``precision[valid]`` and
+    ``recall[valid]`` equal the first two arrays of `sklearn.metrics.precision_recall_curve`,
+    and ``thresholds[valid][:-1]`` its thresholds (scikit-learn gives the closing point none).
+
+    Attributes:
+      precision: ``[*batch, n + 1]`` precision TP / (TP + FP) of the rule
+        ``score >= threshold`` (1 at the closing point).
+      recall: ``[*batch, n + 1]`` recall TP / P.
+      thresholds: ``[*batch, n + 1]`` increasing thresholds: the input's own distinct score
+        values, then ``+inf`` (a float64 numpy array for eager float64 input while x64 is off).
+      valid: ``[*batch, n + 1]`` bool, True at the real points.
     """
 
     precision: Array
@@ -79,33 +97,57 @@ def roc_auc(
     sample_weight: ArrayLike | None = None,
     max_fpr: float | None = None,
 ) -> Array:
-    r"""Area under the ROC curve, exact (sort-based), with ties counting one half.
+    r"""Area under the ROC curve, exact (sort-based), a tied positive-negative pair counting 1/2.
 
-    Matches `sklearn.metrics.roc_auc_score` (binary), including `max_fpr`, the McClish-standardised
-    partial AUC ``0.5 * (1 + (A - m^2/2) / (m - m^2/2))`` over ``fpr <= m``.
+    Matches `sklearn.metrics.roc_auc_score` for binary labels, `max_fpr` included (the
+    McClish-standardised partial AUC over ``fpr <= max_fpr``). With one class present, or all
+    the weight on one class, the AUC is undefined and NaN, as scikit-learn 1.9 returns it (with
+    a warning; earlier versions raised). It is the Mann-Whitney U statistic over the number of
+    pairs: the probability that a random positive outscores a random negative.
 
-    .. math:: \mathrm{AUC} = \frac{1}{n_+ n_-}\sum_{i \in P}\sum_{j \in N}
-              \big([s_i > s_j] + \tfrac12 [s_i = s_j]\big)
+    .. math::
 
-    (weighted: each pair counts ``w_i w_j``). Conventions: one sort per score vector; tied scores
-    move together along the curve (a diagonal segment); with one class present (or all weight on
-    one class) the AUC is undefined and NaN (sklearn raises); NaN scores raise (NaN under jit).
+      \mathrm{AUC} = \frac{1}{W_+ W_-} \sum_{i:\, y_i = 1} \sum_{j:\, y_j = 0} w_i w_j
+          \left([s_i > s_j] + \tfrac12 [s_i = s_j]\right), \qquad
+      \mathrm{AUC}_m = \frac12 \left(1 + \frac{A_m - m^2 / 2}{m - m^2 / 2}\right)
+
+    with W_+ and W_- the total weights of the two classes (their sizes without weights) and A_m
+    the area under the curve up to ``fpr = m = max_fpr``, the segment that crosses m cut by
+    linear interpolation.
+
+    Conventions: tied scores move together along the curve (a diagonal segment), which is the
+    1/2 above; samples of zero weight take no part. One sort per score vector: a batch of
+    weight vectors against one score vector sorts once. NaN or infinite scores, labels outside
+    {0, 1} and negative weights raise `ValueError`; under `jax.jit` the AUC of the affected
+    batch element is NaN. Precision: called eagerly, float64 and large-integer scores are ranked
+    exactly (README, "Precision rules"); under `jax.jit` they are what JAX made them (float32
+    unless `jax_enable_x64` is on), so scores that float32 cannot tell apart tie.
 
     Args:
       scores: ``[*batch, n]`` real scores, larger meaning more positive.
-      labels: ``[*batch, n]`` 0/1 labels, broadcasting against `scores`.
-      sample_weight: optional ``[*batch, n]`` non-negative weights (e.g. bootstrap counts).
-      max_fpr: optional float in (0, 1]: standardised partial AUC up to this false positive rate.
+      labels: ``[*batch, n]`` labels in {0, 1} or bool (1 positive), broadcasting against
+        `scores`.
+      sample_weight: optional ``[*batch, n]`` non-negative weights (e.g. bootstrap counts),
+        broadcasting against `scores`.
+      max_fpr: optional float in (0, 1]: the standardised partial AUC up to this false positive
+        rate (1 gives the full AUC); outside (0, 1] raises `ValueError`.
 
     Returns:
-      ``[*batch]`` AUC values.
+      A float array of shape ``[*batch]``.
 
-    >>> import jaxmetrics as jm
-    >>> float(jm.roc_auc([0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1], [1, 1, 0, 1, 0, 1, 0, 0]))
-    0.8125
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> scores = [0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1]
+      >>> labels = [1, 1, 0, 1, 0, 1, 0, 0]
+      >>> float(jm.roc_auc(scores, labels))  # 13 of the 16 positive-negative pairs ranked right
+      0.8125
+      >>> round(float(jm.roc_auc(scores, labels, max_fpr=0.5)), 4)
+      0.75
 
     References:
-      Hanley & McNeil (1982), Radiology 143:29-36; McClish (1989), Med. Decis. Making 9:190-195.
+      Hanley & McNeil (1982), "The meaning and use of the area under a receiver operating
+      characteristic (ROC) curve", Radiology 143:29-36. McClish (1989), "Analyzing a portion of
+      the ROC curve", Medical Decision Making 9:190-195.
     """
     if max_fpr is not None and not 0 < max_fpr <= 1:
         raise ValueError(f"`max_fpr` must be in (0, 1]; got {max_fpr}.")
@@ -153,20 +195,46 @@ def _roc_auc_kernel(
 def average_precision(
     scores: ArrayLike, labels: ArrayLike, *, sample_weight: ArrayLike | None = None
 ) -> Array:
-    r"""Average precision, the step sum over the precision-recall curve (no interpolation).
+    r"""Average precision: the step sum of precision over the recall gained, no interpolation.
 
-    Matches `sklearn.metrics.average_precision_score` (binary), except that with no positives the
-    result is NaN (sklearn returns 0 with a warning) and with no negatives also NaN (undefined
-    ranking; sklearn returns 1).
+    Matches `sklearn.metrics.average_precision_score` for binary labels, except where the
+    ranking is undefined: with no positives the result is NaN (scikit-learn warns and returns
+    0.0), and with no negatives also NaN (scikit-learn returns 1.0). Without ties it is the mean,
+    over the positives, of the precision at each positive's rank.
 
     .. math:: \mathrm{AP} = \sum_k (R_k - R_{k-1})\, P_k
 
-    over the distinct thresholds k, highest first; tied scores form one step.
+    over the distinct thresholds k, highest first, with P_k and R_k the precision and recall of
+    the rule ``score >= threshold_k`` and R_0 = 0.
 
-    >>> import jaxmetrics as jm
-    >>> round(float(jm.average_precision([0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1],
-    ...                                  [1, 1, 0, 1, 0, 1, 0, 0])), 4)
-    0.8542
+    Conventions: tied scores form one step, at the precision of the whole tie group, so the
+    result never depends on the sample order; samples of zero weight take no part. NaN or
+    infinite scores, labels outside {0, 1} and negative weights raise `ValueError`; under
+    `jax.jit` the AP of the affected batch element is NaN. Precision: called eagerly, float64
+    and large-integer scores are ranked exactly (README, "Precision rules"); under `jax.jit` they
+    are what JAX made them (float32 unless `jax_enable_x64` is on), so scores that float32
+    cannot tell apart tie.
+
+    Args:
+      scores: ``[*batch, n]`` real scores, larger meaning more positive.
+      labels: ``[*batch, n]`` labels in {0, 1} or bool (1 positive), broadcasting against
+        `scores`.
+      sample_weight: optional ``[*batch, n]`` non-negative weights, broadcasting against
+        `scores`.
+
+    Returns:
+      A float array of shape ``[*batch]``.
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> scores = [0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1]
+      >>> labels = [1, 1, 0, 1, 0, 1, 0, 0]
+      >>> round(float(jm.average_precision(scores, labels)), 4)  # mean of 1, 1, 3/4, 4/6
+      0.8542
+
+    References:
+      Davis & Goadrich (2006), "The relationship between precision-recall and ROC curves",
+      Proc. ICML, 233-240 (why the steps are not interpolated linearly).
     """
     ap, _ = recipe.sorted_metric(_average_precision_kernel, scores, labels, sample_weight)
     return ap
@@ -190,15 +258,49 @@ def roc_curve(
     sample_weight: ArrayLike | None = None,
     drop_intermediate: bool = True,
 ) -> RocCurve:
-    """ROC curve (fpr, tpr) over every distinct threshold, in a fixed-length array.
+    r"""ROC curve (fpr, tpr) over every distinct threshold, in fixed-length arrays.
 
-    Matches `sklearn.metrics.roc_curve`: same points (``drop_intermediate`` drops the points
-    collinear with their neighbours, as sklearn's default does), the first point is (0, 0) at
-    threshold +inf, later thresholds are the distinct scores, highest first. With no negatives
-    (positives), fpr (tpr) is NaN, as in sklearn.
+    Matches `sklearn.metrics.roc_curve`: ``fpr[valid]``, ``tpr[valid]`` and
+    ``thresholds[valid]`` are its three arrays, `drop_intermediate` included. The first point is
+    (0, 0) at threshold ``+inf``; the later thresholds are the distinct scores, highest first.
+    With no negatives (no positives) fpr (tpr) is NaN, as scikit-learn gives it with a warning.
+    The arrays have the fixed length n + 1, so the curve can be jitted and batched; the real
+    points come first (see `RocCurve`).
+
+    .. math:: \mathrm{FPR}(t) = \frac{FP(t)}{FP(t) + TN(t)}, \qquad
+              \mathrm{TPR}(t) = \frac{TP(t)}{TP(t) + FN(t)}
+
+    Conventions: predicted positive iff ``score >= threshold``; tied scores move together, as
+    one point; samples of zero weight create no point. NaN or infinite scores, labels outside
+    {0, 1} and negative weights raise `ValueError`; under `jax.jit` the float fields of the
+    affected batch element are NaN. Precision: called eagerly, float64 and large-integer scores
+    are ranked exactly and returned as the input's own values (README, "Precision rules"); under
+    `jax.jit` they are what JAX made them (float32 unless `jax_enable_x64` is on).
+
+    Args:
+      scores: ``[*batch, n]`` real scores, larger meaning more positive.
+      labels: ``[*batch, n]`` labels in {0, 1} or bool (1 positive), broadcasting against
+        `scores`.
+      sample_weight: optional ``[*batch, n]`` non-negative weights, broadcasting against
+        `scores`.
+      drop_intermediate: drop the points collinear with their neighbours, which do not change
+        the plotted curve (True, as scikit-learn's default).
 
     Returns:
-      `RocCurve` whose fields have shape ``[*batch, n + 1]``; see its docstring for the layout.
+      `RocCurve` whose fields have shape ``[*batch, n + 1]``.
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> scores = [0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1]
+      >>> curve = jm.roc_curve(scores, [1, 1, 0, 1, 0, 1, 0, 0])
+      >>> curve.fpr[curve.valid].tolist()
+      [0.0, 0.0, 0.0, 0.25, 0.25, 0.5, 0.5, 1.0]
+      >>> curve.tpr[curve.valid].tolist()
+      [0.0, 0.25, 0.5, 0.5, 0.75, 0.75, 1.0, 1.0]
+
+    References:
+      Fawcett (2006), "An introduction to ROC analysis", Pattern Recognition Letters
+      27:861-874.
     """
     curve, codec = recipe.sorted_metric(
         _roc_curve_kernel,
@@ -243,14 +345,50 @@ def precision_recall_curve(
     sample_weight: ArrayLike | None = None,
     drop_intermediate: bool = False,
 ) -> PrCurve:
-    """Precision-recall curve over every distinct threshold, in a fixed-length array.
+    r"""Precision-recall curve over every distinct threshold, in fixed-length arrays.
 
-    Matches `sklearn.metrics.precision_recall_curve` (points in increasing threshold order, then
-    precision 1 at recall 0), with one deliberate difference: with no positives, recall is NaN
-    (sklearn sets it to 1). Precision with no predicted positive is 0, as in sklearn.
+    Matches `sklearn.metrics.precision_recall_curve`: ``precision[valid]`` and
+    ``recall[valid]`` are its first two arrays and ``thresholds[valid][:-1]`` its thresholds,
+    `drop_intermediate` included; the points come in increasing threshold order, then the
+    closing point (precision 1, recall 0, threshold ``+inf``). One deliberate difference: with
+    no positives, recall is NaN (scikit-learn warns and sets it to 1). The arrays have the fixed
+    length n + 1, so the curve can be jitted and batched; the real points come first (see
+    `PrCurve`).
+
+    .. math:: P(t) = \frac{TP(t)}{TP(t) + FP(t)}, \qquad R(t) = \frac{TP(t)}{TP(t) + FN(t)}
+
+    Conventions: predicted positive iff ``score >= threshold``; tied scores move together, as
+    one point; samples of zero weight create no point; precision with nothing predicted
+    positive is 0, as in scikit-learn. NaN or infinite scores, labels outside {0, 1} and
+    negative weights raise `ValueError`; under `jax.jit` the float fields of the affected batch
+    element are NaN. Precision: called eagerly, float64 and large-integer scores are ranked
+    exactly and returned as the input's own values (README, "Precision rules"); under `jax.jit`
+    they are what JAX made them (float32 unless `jax_enable_x64` is on).
+
+    Args:
+      scores: ``[*batch, n]`` real scores, larger meaning more positive.
+      labels: ``[*batch, n]`` labels in {0, 1} or bool (1 positive), broadcasting against
+        `scores`.
+      sample_weight: optional ``[*batch, n]`` non-negative weights, broadcasting against
+        `scores`.
+      drop_intermediate: drop the points whose recall equals both neighbours', which do not
+        change the plotted curve (False, as scikit-learn's default).
 
     Returns:
-      `PrCurve` whose fields have shape ``[*batch, n + 1]``; see its docstring for the layout.
+      `PrCurve` whose fields have shape ``[*batch, n + 1]``.
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> scores = [0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1]
+      >>> curve = jm.precision_recall_curve(scores, [1, 1, 0, 1, 0, 1, 0, 0])
+      >>> [round(x, 4) for x in curve.precision[curve.valid].tolist()]
+      [0.5, 0.5714, 0.6667, 0.6, 0.75, 0.6667, 1.0, 1.0, 1.0]
+      >>> curve.recall[curve.valid].tolist()
+      [1.0, 1.0, 1.0, 0.75, 0.75, 0.5, 0.5, 0.25, 0.0]
+
+    References:
+      Davis & Goadrich (2006), "The relationship between precision-recall and ROC curves",
+      Proc. ICML, 233-240.
     """
     curve, codec = recipe.sorted_metric(
         _precision_recall_curve_kernel,
@@ -289,19 +427,52 @@ def _precision_recall_curve_kernel(
 def precision_at_k(
     scores: ArrayLike, labels: ArrayLike, *, k: int, sample_weight: ArrayLike | None = None
 ) -> Array:
-    """Precision among the k highest-scoring samples.
+    r"""Precision among the k highest-scoring samples (precision@k), ties at the k-th shared.
 
-    Tie rule at k: when the k-th highest score is shared by samples inside and outside the top k,
-    the tied group contributes its positive share to the open places, i.e. the expected
-    precision when the tie is broken at random; the result never depends on the sample order.
-    With weights, k counts weight (an integer weight w is w copies of the sample); if the total
-    weight is below k, the precision is over all samples. No sklearn equivalent.
+    scikit-learn has no equivalent (`sklearn.metrics.top_k_accuracy_score` asks whether each
+    sample's true class is among its k best-scored classes, a different question). Without a tie
+    at the k-th score it is the share of positives among the top k.
+
+    .. math:: \mathrm{P@}k = \frac{1}{k}\left(TP_{>s} + (k - n_{>s})\,
+              \frac{TP_{=s}}{n_{=s}}\right)
+
+    with s the k-th highest score, TP_{>s} and n_{>s} the positives and the samples scoring
+    above s, and TP_{=s} and n_{=s} those scoring exactly s (weights summed when given).
+
+    Conventions: when the k-th highest score is shared by samples inside and outside the top k,
+    the tied group contributes its share of positives to the places left, which is the expected
+    precision when the tie is broken at random, so the result never depends on the sample
+    order. With weights, k counts weight (an integer weight w stands for w copies of the
+    sample); if the total weight is below k, the precision is over all samples, and with no
+    weight at all it is NaN. NaN or infinite scores, labels outside {0, 1} and negative weights
+    raise `ValueError`; under `jax.jit` the value of the affected batch element is NaN.
+    Precision: called eagerly, float64 and large-integer scores are ranked exactly (README,
+    "Precision rules"); under `jax.jit` they are what JAX made them (float32 unless
+    `jax_enable_x64` is on), so scores that float32 cannot tell apart tie.
 
     Args:
-      k: a positive Python int (static).
+      scores: ``[*batch, n]`` real scores, larger meaning more positive.
+      labels: ``[*batch, n]`` labels in {0, 1} or bool (1 positive), broadcasting against
+        `scores`.
+      k: the number of top places, a positive Python int (static).
+      sample_weight: optional ``[*batch, n]`` non-negative weights, broadcasting against
+        `scores`.
 
     Returns:
-      ``[*batch]`` values.
+      A float array of shape ``[*batch]``.
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> scores = [0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1]
+      >>> float(jm.precision_at_k(scores, [1, 1, 0, 1, 0, 1, 0, 0], k=4))  # 3 of the top 4
+      0.75
+      >>> # the 2nd place goes to one of three tied samples, one of them positive: (1 + 1/3) / 2
+      >>> round(float(jm.precision_at_k([0.9, 0.5, 0.5, 0.5, 0.1], [1, 1, 0, 0, 1], k=2)), 4)
+      0.6667
+
+    References:
+      McSherry & Najork (2008), "Computing information retrieval performance measures
+      efficiently in the presence of tied scores", Proc. ECIR, LNCS 4956:414-421.
     """
     k = validation.check_count(k, "k")
     value, _ = recipe.sorted_metric(_precision_at_k_kernel, scores, labels, sample_weight, k=k)

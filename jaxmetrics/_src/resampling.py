@@ -39,12 +39,22 @@ _RESAMPLES_PER_CALL = 128
 
 
 class BootstrapResult(NamedTuple):
-    """Bootstrap estimate and interval of a metric.
+    """Bootstrap estimate, confidence interval, standard error and resampled values of a metric.
 
-    Fields have the metric's output shape, except `samples`: ``[num_resamples, *shape]``.
-    `num_undefined` (a property, so the tuple keeps the spec's five fields) counts the resamples
-    in which the metric was undefined (NaN, e.g. one class drawn); they are left out of the
-    interval and the standard error, never averaged in as zeros.
+    What `bootstrap` returns; `paired_difference` reads its `samples`. Resamples in which the
+    metric was undefined (NaN, e.g. a resample that drew one class only) are left out of the
+    interval and the standard error, never averaged in as zeros; `num_undefined` counts them
+    (a property, so the tuple keeps its five fields).
+
+    Attributes:
+      estimate: ``[*shape]`` the metric on the full data (every weight 1), ``[*shape]`` being
+        the metric's output shape.
+      low: ``[*shape]`` the lower end of the confidence interval.
+      high: ``[*shape]`` the upper end of the confidence interval.
+      standard_error: ``[*shape]`` the standard deviation (``ddof=1``) of the defined resampled
+        values.
+      samples: ``[num_resamples, *shape]`` the metric on every resample, NaN where undefined.
+      num_undefined: ``[*shape]`` int, the number of resamples where the metric is NaN.
     """
 
     estimate: Array
@@ -55,6 +65,7 @@ class BootstrapResult(NamedTuple):
 
     @property
     def num_undefined(self) -> Array:
+        """``[*shape]`` int: how many resamples gave NaN (left out of the interval)."""
         return jnp.isnan(self.samples).sum(axis=0)
 
 
@@ -159,14 +170,59 @@ def resample_weights(
     stratify: ArrayLike | None = None,
     host_callback: bool = True,
 ) -> Array:
-    """Integer weights ``[len(resamples), num_samples]`` of the given resample indices.
+    r"""Integer weights ``[len(resamples), num_samples]`` of the given bootstrap resamples.
 
-    "multinomial": num_samples draws with replacement (weights sum to num_samples), the classic
-    bootstrap; with `stratify`, each stratum is resampled within itself, so its size is fixed.
-    "poisson": independent Poisson(1) weights, the streaming/sharded bootstrap.
-    The weights of resample r depend only on (key, r): chunks and devices agree.
-    `host_callback=False` counts multinomial draws with a scatter instead of numpy (same result).
+    The weights `bootstrap` passes as ``metric(..., sample_weight=w)``: weight i of resample r
+    is how often sample i is drawn. They come from a counter-based hash of (key, r, i), so the
+    weights of resample r depend only on the key and r: any chunk, device or batch that
+    computes resample r gets the same vector, with no communication and no sequential random
+    state. The hash is a 32-bit integer mixer, statistically ample for resampling but not
+    cryptographic. scikit-learn has no equivalent (`sklearn.utils.resample` draws indices).
+
+    .. math:: w_{r,i} = \#\{j : d_{r,j} = i\} \ \text{(multinomial)}, \qquad
+              w_{r,i} \sim \mathrm{Poisson}(1) \ \text{(poisson)}
+
+    with d_{r,1}, ..., d_{r,n} the n draws of resample r.
+
+    Conventions: "multinomial" makes num_samples draws with replacement, so the weights sum to
+    num_samples (the classic bootstrap); with `stratify`, each stratum is drawn within itself,
+    so its total weight stays its size. The draws are 32-bit hashes taken modulo the number of
+    samples: a bias below ``num_samples / 2**32``. "poisson" makes independent Poisson(1)
+    weights, whose total varies around num_samples; they need no counting of draws and suit
+    streaming and sharded data, and `stratify` is ignored (`bootstrap` refuses the pair).
+
+    Args:
+      key: a JAX PRNG key (``jax.random.key(seed)``, or legacy uint32 key data).
+      resamples: ``[R]`` integer resample indices (a JAX or numpy array), e.g.
+        ``jnp.arange(R)``.
+      num_samples: n, the number of samples (static).
+      sampling: "multinomial" or "poisson".
+      stratify: optional ``[num_samples]`` stratum labels (e.g. the class labels), for
+        multinomial sampling.
+      host_callback: count multinomial draws with numpy's bincount through a host callback on
+        the CPU (True, fast) or with a scatter-add (False, the same result; for use inside
+        `jax.shard_map` over emulated CPU devices).
+
+    Returns:
+      An int32 array of shape ``[R, num_samples]``.
+
+    Examples:
+      >>> import jax, jax.numpy as jnp
+      >>> import jaxmetrics as jm
+      >>> key = jax.random.key(0)
+      >>> weights = jm.resample_weights(key, jnp.arange(3), 5)
+      >>> weights.shape, weights.sum(axis=-1).tolist()  # 5 draws in each resample
+      ((3, 5), [5, 5, 5])
+      >>> # resample 2 alone, as another chunk or device would compute it
+      >>> bool((jm.resample_weights(key, jnp.array([2]), 5)[0] == weights[2]).all())
+      True
+
+    References:
+      Efron & Tibshirani (1993), An Introduction to the Bootstrap, Chapman & Hall. Hanley &
+      MacGibbon (2006), "Creating non-parametric bootstrap samples using Poisson frequencies",
+      Computer Methods and Programs in Biomedicine 83:57-62.
     """
+    validation.check_option(sampling, "sampling", _SAMPLINGS)
     seed = _seed_words(key)
     sample = jnp.arange(num_samples, dtype=jnp.uint32)
     bits = _random_bits(seed, resamples[:, None], sample[None, :])
@@ -301,48 +357,89 @@ def bootstrap(
     chunk_size: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> BootstrapResult:
-    """Bootstrap estimate, confidence interval and standard error of ``metric(*arrays)``.
+    r"""Bootstrap estimate, confidence interval and standard error of ``metric(*arrays)``.
 
-    A resample is an integer weight vector, passed as ``metric(*arrays, sample_weight=w)``; the
-    arrays share their last (sample) axis. Resamples are evaluated `chunk_size` at a time under
-    `jax.vmap`, in a compiled loop over chunks, so memory stays bounded at any `num_resamples`,
-    and XLA hoists work that depends only on `arrays` (the sort of a sort-based metric) out of
-    the loop: it runs once per ~128 resamples, not once per resample. A metric with a model axis
-    (scores ``[M, n]``) gives samples ``[num_resamples, M]`` drawn with shared weights: see
-    `paired_difference`.
+    A resample is an integer weight vector w (how often each sample is drawn, see
+    `resample_weights`), evaluated as ``metric(*arrays, sample_weight=w)``, so any metric that
+    takes `sample_weight` can be bootstrapped, thousands of resamples at a time. scikit-learn
+    has no equivalent; the three intervals are those of ``scipy.stats.bootstrap(...,
+    paired=True)`` (the same linear quantile interpolation and the same BCa rule for ties),
+    with weight vectors in place of resampled indices. Resamples are evaluated `chunk_size` at
+    a time under `jax.vmap`, in a compiled loop, so memory stays bounded at any `num_resamples`,
+    and XLA hoists the work that depends only on `arrays` (the sort of a sort-based metric) out
+    of the loop: it runs once per call of about 128 resamples, not once per resample. A metric
+    with a model axis (scores ``[M, n]``) gives samples ``[num_resamples, M]`` drawn with shared
+    weights: see `paired_difference`.
 
-    Methods: "percentile" (the quantiles of the resampled values), "basic" (reflected about the
-    estimate), "bca" (bias-corrected and accelerated, Efron 1987: the bias z0 counts ties with the
-    estimate as half, as scipy does, and the acceleration comes from the n leave-one-out values,
-    also computed as weight vectors in chunks). Quantiles interpolate linearly, as numpy's.
+    With :math:`\hat\theta` the estimate, :math:`q_u` the u-quantile of the B defined resampled
+    values :math:`\theta^*_b` and :math:`\alpha = (1 - \mathrm{confidence}) / 2`:
+
+    .. math::
+
+      \text{percentile: } [q_\alpha,\ q_{1-\alpha}], \qquad
+      \text{basic: } [2\hat\theta - q_{1-\alpha},\ 2\hat\theta - q_\alpha], \qquad
+      \text{BCa: } [q_{\beta(\alpha)},\ q_{\beta(1-\alpha)}],
+
+      \beta(u) = \Phi\left(z_0 + \frac{z_0 + \Phi^{-1}(u)}{1 - a\,(z_0 + \Phi^{-1}(u))}\right),
+      \qquad z_0 = \Phi^{-1}\left(\frac{\#\{\theta^*_b < \hat\theta\}
+      + \tfrac12 \#\{\theta^*_b = \hat\theta\}}{B}\right),
+
+      a = \frac{\sum_i d_i^3}{6 \left(\sum_i d_i^2\right)^{3/2}}, \qquad
+      d_i = \bar\theta_{(\cdot)} - \hat\theta_{(i)}
+
+    with :math:`\hat\theta_{(i)}` the metric with sample i left out (weight 0) and
+    :math:`\bar\theta_{(\cdot)}` their mean: BCa costs n more evaluations of the metric.
+
+    Conventions: the estimate is the metric on the full data (every weight 1). Resamples where
+    the metric is NaN (e.g. one class drawn) are counted in `num_undefined` and left out of
+    `low`, `high` and `standard_error`. The same key gives the same resamples, whatever
+    `chunk_size` or `mesh`. Bad options, a `key` that is not a PRNG key, arrays that do not
+    share their last axis, and `stratify` with Poisson sampling or of the wrong shape raise
+    `ValueError` or `TypeError` before any resampling. Precision: for the ranking metrics that
+    depend on the order of the scores only (`roc_auc`, `average_precision`, `precision_at_k`,
+    also behind `functools.partial`), float64 and large-integer scores (the first array) are
+    replaced by exact order keys, as eager calls of these metrics do (README, "Precision
+    rules"); other metrics see the arrays as JAX makes them.
 
     Args:
-      metric: function of `*arrays` and a keyword `sample_weight`, returning an array.
-      *arrays: the data, sharing the last axis (e.g. scores and labels).
-      key: a JAX PRNG key; the same key gives the same resamples and result.
-      num_resamples: number of resamples (static).
-      confidence: coverage of the two-sided interval.
+      metric: a function of `*arrays` and a keyword `sample_weight`, returning an array.
+      *arrays: the data, ``[*batch, n]`` each, sharing the last (sample) axis (e.g. scores and
+        labels).
+      key: a JAX PRNG key (``jax.random.key(seed)``); the same key gives the same resamples
+        and result.
+      num_resamples: the number of resamples, an int >= 2 (static).
+      confidence: the coverage of the two-sided interval, in (0, 1).
       method: "percentile", "basic" or "bca".
       sampling: "multinomial" (n draws with replacement) or "poisson" (Poisson(1) weights).
       stratify: optional ``[n]`` stratum labels (e.g. the class labels): each stratum keeps its
         size in every resample (pROC's default for AUC). Multinomial sampling only.
       mesh: optional 1-D `jax.sharding.Mesh`: the resamples are split over its devices (each
-        computes its own block of resample indices, no communication) and the result equals
-        the single-device one for the same key.
-      chunk_size: resamples evaluated together per vmapped step; by default their weights take
-        about 1 MB, which keeps the step in cache (memory stays bounded at any size).
-      progress: optional ``progress(done, total)`` called after each chunk.
+        computes its own block of resample indices, with no communication) and the result
+        equals the single-device one for the same key.
+      chunk_size: the number of resamples evaluated together per vmapped step; by default their
+        weights take about 1 MB, which keeps the step in cache.
+      progress: optional ``progress(done, total)``, called after each compiled call (about 128
+        resamples).
 
     Returns:
-      `BootstrapResult`; resamples where the metric is NaN are counted in `num_undefined` and
-      left out of `low`, `high` and `standard_error`.
+      `BootstrapResult` whose fields have the metric's output shape ``[*shape]``, except
+      `samples`, ``[num_resamples, *shape]``.
 
-    >>> import jax, jaxmetrics as jm
-    >>> scores = [0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1]
-    >>> labels = [1, 1, 0, 1, 0, 1, 0, 0]
-    >>> result = jm.bootstrap(jm.roc_auc, scores, labels, key=jax.random.key(0), num_resamples=200)
-    >>> float(result.estimate)
-    0.8125
+    Examples:
+      >>> import jax
+      >>> import jaxmetrics as jm
+      >>> scores = [0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1]
+      >>> labels = [1, 1, 0, 1, 0, 1, 0, 0]
+      >>> key = jax.random.key(0)
+      >>> result = jm.bootstrap(jm.roc_auc, scores, labels, key=key, num_resamples=200)
+      >>> float(result.estimate), result.samples.shape
+      (0.8125, (200,))
+
+    References:
+      Efron (1987), "Better bootstrap confidence intervals", Journal of the American
+      Statistical Association 82:171-185. Efron & Tibshirani (1993), An Introduction to the
+      Bootstrap, Chapman & Hall. Robin et al. (2011), "pROC: an open-source package for R and
+      S+ to analyze and compare ROC curves", BMC Bioinformatics 12:77 (stratified resampling).
     """
     validation.check_option(method, "method", _METHODS)
     validation.check_option(sampling, "sampling", _SAMPLINGS)
@@ -433,7 +530,18 @@ def _bca_levels(samples: Array, estimate: Array, jackknife: Array, alpha: float)
 
 
 class PairedDifference(NamedTuple):
-    """Bootstrap comparison of two models evaluated on the same resamples."""
+    """Bootstrap comparison of two models evaluated on the same resamples.
+
+    What `paired_difference` returns. Fields have the metric's output shape less its model
+    axis, ``[*rest]`` (a scalar for a metric of scores ``[M, n]``).
+
+    Attributes:
+      estimate: ``[*rest]`` ``metric(first) - metric(second)`` on the full data.
+      low: ``[*rest]`` the lower end of the percentile interval of the paired differences.
+      high: ``[*rest]`` the upper end of that interval.
+      p_value: ``[*rest]`` the two-sided bootstrap p-value of "no difference",
+        ``min(1, 2 * min(share of differences <= 0, share >= 0))``.
+    """
 
     estimate: Array  # metric(first) - metric(second) on the full data
     low: Array  # percentile interval of the paired differences
@@ -444,12 +552,51 @@ class PairedDifference(NamedTuple):
 def paired_difference(
     result: BootstrapResult, *, first: int = 0, second: int = 1, confidence: float = 0.95
 ) -> PairedDifference:
-    """Percentile interval and bootstrap p-value of ``metric[first] - metric[second]``.
+    r"""Percentile interval and bootstrap p-value of ``metric[first] - metric[second]``.
 
-    `result` must come from a metric with a model axis last (scores ``[M, n]``), so that both
-    models were evaluated on the same resampled rows: the pairing is what makes the interval of
-    the difference much narrower than the two separate intervals. Resamples where
-    either value is undefined are dropped.
+    `result` must come from `bootstrap` of a metric whose output has a model axis first (scores
+    ``[M, n]`` give samples ``[num_resamples, M]``), so that both models were evaluated on the
+    same resampled rows: the pairing is what makes the interval of the difference much
+    narrower than the two separate intervals, as the resampling noise common to both models
+    cancels. scikit-learn has no equivalent; for ROC AUC, `delong_test` is the analytic
+    alternative.
+
+    .. math:: d_b = \theta^*_{b,\mathrm{first}} - \theta^*_{b,\mathrm{second}}, \qquad
+              [q_\alpha(d),\ q_{1-\alpha}(d)], \qquad
+              p = \min\left(1,\ \frac{2}{B} \min\left(\#\{d_b \le 0\},\ \#\{d_b \ge 0\}\right)
+              \right)
+
+    with :math:`\alpha = (1 - \mathrm{confidence}) / 2` and B the number of resamples where
+    both values are defined.
+
+    Conventions: resamples where either value is undefined (NaN) are dropped. The interval is
+    the percentile one whatever `method` made `result`, at this function's `confidence`.
+    Negative model indices count from the end. A `result` without a model axis raises
+    `ValueError`; a model index that is not an int raises `TypeError`, and one out of range
+    `ValueError`.
+
+    Args:
+      result: a `BootstrapResult` whose samples have shape ``[num_resamples, M, *rest]``.
+      first: the index of the first model on the model axis.
+      second: the index of the second model, subtracted from the first.
+      confidence: the coverage of the two-sided interval, in (0, 1).
+
+    Returns:
+      `PairedDifference` whose fields have shape ``[*rest]``.
+
+    Examples:
+      >>> import jax
+      >>> import jaxmetrics as jm
+      >>> scores = [[0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1],  # model A: AUC 0.8125
+      ...           [0.9, 0.1, 0.7, 0.6, 0.4, 0.3, 0.2, 0.8]]  # model B: AUC 0.4375
+      >>> labels = [1, 1, 0, 1, 0, 1, 0, 0]
+      >>> key = jax.random.key(0)
+      >>> result = jm.bootstrap(jm.roc_auc, scores, labels, key=key, num_resamples=200)
+      >>> round(float(jm.paired_difference(result).estimate), 4)  # AUC A - AUC B
+      0.375
+
+    References:
+      Efron & Tibshirani (1993), An Introduction to the Bootstrap, Chapman & Hall, ch. 16.
     """
     if result.samples.ndim < 2:
         raise ValueError(

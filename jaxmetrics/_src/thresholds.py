@@ -23,14 +23,36 @@ from jaxmetrics._src.typing import Array, ArrayLike
 
 
 class ThresholdChoice(NamedTuple):
-    """The best value of a threshold search and the threshold that attains it (``[*batch]``)."""
+    """The best value of a threshold search and the threshold that attains it.
+
+    What `max_f_beta`, `recall_at_precision`, `precision_at_recall` and `min_expected_cost`
+    return; it unpacks as ``value, threshold``. The threshold applies the rule "predicted
+    positive iff ``score >= threshold``"; ``+inf`` means flag nothing (only `min_expected_cost`
+    chooses it). Both fields are NaN where no threshold qualifies, and under `jax.jit` where the
+    batch element's input held a bad value.
+
+    Attributes:
+      value: ``[*batch]`` the optimised quantity (F-beta, recall, precision or expected cost).
+      threshold: ``[*batch]`` one of the input's own score values (a float64 numpy array for
+        eager float64 input while x64 is off), or ``+inf``.
+    """
 
     value: Array
     threshold: Array
 
 
 class BudgetChoice(NamedTuple):
-    """A budget threshold: `value` is how many samples it flags (>= k with ties at the k-th)."""
+    """The threshold of a budget of k alarms, and how many samples it flags.
+
+    What `budget_threshold` returns; it unpacks as ``value, threshold``. `value` is at least k,
+    more when other samples tie with the k-th highest score. Under `jax.jit`, a batch element
+    whose scores held NaN or inf has `value` -1 and `threshold` NaN.
+
+    Attributes:
+      value: ``[*batch]`` int32, the number of samples with ``score >= threshold``.
+      threshold: ``[*batch]`` the k-th highest score, one of the input's own values (a float64
+        numpy array for eager float64 input while x64 is off).
+    """
 
     value: Array
     threshold: Array
@@ -149,15 +171,48 @@ def max_f_beta(
     beta: float = 1.0,
     sample_weight: ArrayLike | None = None,
 ) -> ThresholdChoice:
-    """The largest F-beta over all thresholds, and the lowest threshold that attains it.
+    r"""The largest F-beta over all thresholds, and the lowest threshold that attains it.
 
-    Ties go to the lowest threshold, as a threshold sweep reports them. For calibrated
-    probabilities the F1-optimal threshold is half the optimal F1 (Lipton et al. 2014).
+    scikit-learn has no function that returns it; it equals the maximum, over the thresholds, of
+    ``sklearn.metrics.metric_at_thresholds(labels, scores, fbeta_score,
+    metric_params={"beta": beta})``, found exactly from one sort: every distinct score is tried,
+    in O(n log n).
 
-    >>> import jaxmetrics as jm
-    >>> f1, t = jm.max_f_beta([0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1], [1, 1, 0, 1, 0, 1, 0, 0])
-    >>> round(float(f1), 4), round(float(t), 2)
-    (0.8, 0.3)
+    .. math:: \max_t F_\beta(t), \qquad F_\beta(t) = \frac{(1+\beta^2)\, TP(t)}
+              {(1+\beta^2)\, TP(t) + \beta^2 FN(t) + FP(t)}
+
+    Conventions: predicted positive iff ``score >= threshold``; ties in F-beta go to the lowest
+    threshold (more recall at the same F-beta), as a threshold sweep reports them; flagging
+    nothing is not a candidate. ``beta=0`` maximises precision and ``beta=inf`` recall; a
+    negative or NaN `beta` raises `ValueError`. NaN or infinite scores, labels outside {0, 1}
+    and negative weights raise `ValueError`; under `jax.jit` both fields of the affected batch
+    element are NaN. Precision: called eagerly, float64 and large-integer scores are ranked
+    exactly and the threshold is the input's own value (README, "Precision rules"); under
+    `jax.jit` they are what JAX made them (float32 unless `jax_enable_x64` is on). For
+    calibrated probabilities the F1-optimal threshold is half the optimal F1 (Lipton et al.).
+    Choose the threshold on validation data, never on the test set.
+
+    Args:
+      scores: ``[*batch, n]`` real scores, larger meaning more positive.
+      labels: ``[*batch, n]`` labels in {0, 1} or bool (1 positive), broadcasting against
+        `scores`.
+      beta: weight of recall against precision, a float >= 0 (``inf`` allowed); 1 gives F1.
+      sample_weight: optional ``[*batch, n]`` non-negative weights, broadcasting against
+        `scores`.
+
+    Returns:
+      `ThresholdChoice` ``(value, threshold)``, each of shape ``[*batch]``.
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> scores = [0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1]
+      >>> f1, threshold = jm.max_f_beta(scores, [1, 1, 0, 1, 0, 1, 0, 0])
+      >>> round(float(f1), 4), round(float(threshold), 2)  # all 4 positives, 2 false alarms
+      (0.8, 0.3)
+
+    References:
+      Lipton, Elkan & Naryanaswamy (2014), "Optimal thresholding of classifiers to maximize F1
+      measure", Proc. ECML PKDD, LNCS 8725:225-239.
     """
     if not beta >= 0:
         raise ValueError(f"`beta` must be >= 0; got {beta}.")
@@ -173,10 +228,44 @@ def recall_at_precision(
     min_precision: float,
     sample_weight: ArrayLike | None = None,
 ) -> ThresholdChoice:
-    """Largest recall among thresholds whose precision is at least `min_precision`.
+    r"""The largest recall among thresholds whose precision is at least `min_precision`.
 
-    Ties in recall go to the highest threshold (same positives found, fewer false alarms).
-    If no threshold reaches the floor, both values are NaN.
+    scikit-learn has no function that returns it; it is the largest
+    ``recall[precision >= min_precision]`` over the points of
+    `sklearn.metrics.precision_recall_curve` other than its closing point (precision 1 at
+    recall 0, a convention that no threshold attains), with that point's threshold.
+
+    .. math:: \max_t R(t) \quad \text{subject to} \quad P(t) \ge p_{\min}
+
+    Conventions: predicted positive iff ``score >= threshold``; ties in recall go to the highest
+    threshold (the same positives found with fewer false alarms). If no threshold reaches the
+    floor, or there are no positives, both fields are NaN. `min_precision` outside [0, 1]
+    raises `ValueError`, as do NaN or infinite scores, labels outside {0, 1} and negative
+    weights; under `jax.jit` both fields of the affected batch element are NaN. Precision:
+    called eagerly, float64 and large-integer scores are ranked exactly and the threshold is the
+    input's own value (README, "Precision rules"); under `jax.jit` they are what JAX made them
+    (float32 unless `jax_enable_x64` is on). Choose the threshold on validation data, never on
+    the test set.
+
+    Args:
+      scores: ``[*batch, n]`` real scores, larger meaning more positive.
+      labels: ``[*batch, n]`` labels in {0, 1} or bool (1 positive), broadcasting against
+        `scores`.
+      min_precision: the precision floor, a number in [0, 1].
+      sample_weight: optional ``[*batch, n]`` non-negative weights, broadcasting against
+        `scores`.
+
+    Returns:
+      `ThresholdChoice` ``(value, threshold)``: the recall and its threshold, each of shape
+      ``[*batch]``.
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> scores = [0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1]
+      >>> labels = [1, 1, 0, 1, 0, 1, 0, 0]
+      >>> recall, threshold = jm.recall_at_precision(scores, labels, min_precision=0.75)
+      >>> round(float(recall), 4), round(float(threshold), 2)  # 3 of 4 found, 1 false alarm
+      (0.75, 0.6)
     """
     min_precision = _check_level(min_precision, "min_precision")
     return _search(
@@ -196,11 +285,44 @@ def precision_at_recall(
     min_recall: float,
     sample_weight: ArrayLike | None = None,
 ) -> ThresholdChoice:
-    """Largest precision among thresholds whose recall is at least `min_recall`.
+    r"""The largest precision among thresholds whose recall is at least `min_recall`.
 
     The screening rule "find at least 95% of cases, and among the thresholds that do, take the
-    one with the best precision". Ties in precision go to the lowest threshold (more
-    recall at the same precision).
+    one with the best precision". scikit-learn has no function that returns it; it is the
+    largest ``precision[recall >= min_recall]`` over the points of
+    `sklearn.metrics.precision_recall_curve` other than its closing point, with that point's
+    threshold.
+
+    .. math:: \max_t P(t) \quad \text{subject to} \quad R(t) \ge r_{\min}
+
+    Conventions: predicted positive iff ``score >= threshold``; ties in precision go to the
+    lowest threshold (more recall at the same precision). With no positives both fields are
+    NaN (recall is undefined). `min_recall` outside [0, 1] raises `ValueError`, as do NaN or
+    infinite scores, labels outside {0, 1} and negative weights; under `jax.jit` both fields of
+    the affected batch element are NaN. Precision: called eagerly, float64 and large-integer
+    scores are ranked exactly and the threshold is the input's own value (README, "Precision
+    rules"); under `jax.jit` they are what JAX made them (float32 unless `jax_enable_x64` is
+    on). Choose the threshold on validation data, never on the test set.
+
+    Args:
+      scores: ``[*batch, n]`` real scores, larger meaning more positive.
+      labels: ``[*batch, n]`` labels in {0, 1} or bool (1 positive), broadcasting against
+        `scores`.
+      min_recall: the recall floor, a number in [0, 1].
+      sample_weight: optional ``[*batch, n]`` non-negative weights, broadcasting against
+        `scores`.
+
+    Returns:
+      `ThresholdChoice` ``(value, threshold)``: the precision and its threshold, each of shape
+      ``[*batch]``.
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> scores = [0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1]
+      >>> labels = [1, 1, 0, 1, 0, 1, 0, 0]
+      >>> precision, threshold = jm.precision_at_recall(scores, labels, min_recall=1.0)
+      >>> round(float(precision), 4), round(float(threshold), 2)  # every case found: 4 of 6
+      (0.6667, 0.3)
     """
     min_recall = _check_level(min_recall, "min_recall")
     return _search(
@@ -216,11 +338,51 @@ def min_expected_cost(
     cost_fn: float,
     sample_weight: ArrayLike | None = None,
 ) -> ThresholdChoice:
-    """Smallest cost per sample, ``(cost_fp * FP + cost_fn * FN) / n``, and its threshold.
+    r"""The smallest expected cost per sample over all thresholds, and the threshold attaining it.
 
-    Searched over every distinct score and "flag nothing" (threshold +inf). Ties go to the lowest
-    threshold. For calibrated probabilities the answer is close to `bayes_threshold`; for raw
-    scores search on validation data, never on the test set.
+    scikit-learn has no function that returns it; it equals the minimum of
+    ``(cost_fp * fps + cost_fn * fns) / n`` over the thresholds of
+    `sklearn.metrics.confusion_matrix_at_thresholds` and over "flag nothing" (threshold
+    ``+inf``), found exactly from one sort. For calibrated probabilities the chosen threshold is
+    close to `bayes_threshold`; for raw scores, search on validation data, never on the test
+    set.
+
+    .. math:: \min_{t \in \{s_i\} \cup \{+\infty\}}
+              \frac{c_{FP}\, FP(t) + c_{FN}\, FN(t)}{W}
+
+    with W the total weight (n without weights).
+
+    Conventions: predicted positive iff ``score >= threshold``; ties in cost go to the lowest
+    threshold, and flagging nothing wins only when strictly cheaper. Costs that are not finite
+    numbers >= 0 raise `ValueError`, as do NaN or infinite scores, labels outside {0, 1} and
+    negative weights; under `jax.jit` both fields of the affected batch element are NaN.
+    Precision: called eagerly, float64 and large-integer scores are ranked exactly and the
+    threshold is the input's own value (README, "Precision rules"); under `jax.jit` they are
+    what JAX made them (float32 unless `jax_enable_x64` is on).
+
+    Args:
+      scores: ``[*batch, n]`` real scores, larger meaning more positive.
+      labels: ``[*batch, n]`` labels in {0, 1} or bool (1 positive), broadcasting against
+        `scores`.
+      cost_fp: the cost of a false positive (a false alarm), a finite number >= 0.
+      cost_fn: the cost of a false negative (a miss), a finite number >= 0.
+      sample_weight: optional ``[*batch, n]`` non-negative weights, broadcasting against
+        `scores`.
+
+    Returns:
+      `ThresholdChoice` ``(value, threshold)``: the cost per sample (per unit of weight) and its
+      threshold, each of shape ``[*batch]``.
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> scores = [0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1]
+      >>> labels = [1, 1, 0, 1, 0, 1, 0, 0]
+      >>> cost, threshold = jm.min_expected_cost(scores, labels, cost_fp=1.0, cost_fn=5.0)
+      >>> round(float(cost), 4), round(float(threshold), 2)  # no miss, 2 false alarms: 2 / 8
+      (0.25, 0.3)
+
+    References:
+      Elkan (2001), "The foundations of cost-sensitive learning", Proc. IJCAI, 973-978.
     """
     _check_costs(cost_fp, cost_fn)
     value, threshold = _search(
@@ -243,14 +405,33 @@ def _check_costs(cost_fp: Any, cost_fn: Any) -> None:
 
 
 def bayes_threshold(*, cost_fp: float, cost_fn: float) -> float:
-    """Cost-optimal threshold for calibrated probabilities, ``cost_fp / (cost_fp + cost_fn)``.
+    r"""Cost-optimal threshold for calibrated probabilities, ``cost_fp / (cost_fp + cost_fn)``.
 
-    Flag when ``p > t``: the expected cost of a false alarm, (1 - p) cost_fp, is then below the
-    expected cost of a miss, p cost_fn (Elkan 2001).
+    Flagging a sample of probability p costs (1 - p) cost_fp in expectation (a false alarm),
+    leaving it costs p cost_fn (a miss); flagging is cheaper exactly when p > t below, and at
+    p = t the two costs are equal, so the library's rule ``p >= t`` is optimal too. No data
+    enter: the threshold is only as good as the calibration of the probabilities (check it with
+    `reliability_table`); for raw scores use `min_expected_cost` on validation data.
+    scikit-learn has no equivalent.
 
-    >>> import jaxmetrics as jm
-    >>> round(jm.bayes_threshold(cost_fp=5, cost_fn=500), 4)  # a miss costs 100 false alarms: 5 / 505
-    0.0099
+    .. math:: t^* = \frac{c_{FP}}{c_{FP} + c_{FN}}
+
+    Conventions: costs that are not finite numbers >= 0, or both 0, raise `ValueError`.
+
+    Args:
+      cost_fp: the cost of a false positive (a false alarm), a finite number >= 0.
+      cost_fn: the cost of a false negative (a miss), a finite number >= 0.
+
+    Returns:
+      The threshold, a Python float in [0, 1].
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> round(jm.bayes_threshold(cost_fp=5, cost_fn=500), 4)  # a miss costs 100 alarms: 5/505
+      0.0099
+
+    References:
+      Elkan (2001), "The foundations of cost-sensitive learning", Proc. IJCAI, 973-978.
     """
     _check_costs(cost_fp, cost_fn)
     if cost_fp + cost_fn == 0:
@@ -259,12 +440,37 @@ def bayes_threshold(*, cost_fp: float, cost_fn: float) -> float:
 
 
 def budget_threshold(scores: ArrayLike, *, k: int) -> BudgetChoice:
-    """Threshold of a budget of k alarms: the k-th highest score (`.threshold`), and how many
-    samples it selects (`.value`).
+    r"""Threshold of a budget of k alarms: the k-th highest score, and how many samples it flags.
 
-    Tie rule: the rule ``score >= threshold`` selects every sample tied with the k-th, so
-    `.value` can exceed k; break the tie at random or by a second key to call exactly k, or
-    use `precision_at_k`, which counts the tied group's expected share.
+    For a team that can follow up k cases: the threshold is the k-th highest score
+    (`.threshold`) and `.value` the number of samples the rule ``score >= threshold`` flags.
+    scikit-learn has no equivalent.
+
+    .. math:: t = s_{(k)}, \qquad \mathrm{value} = \#\{i : s_i \ge s_{(k)}\} \ge k
+
+    with s_(k) the k-th largest score.
+
+    Conventions: the rule ``score >= threshold`` flags every sample tied with the k-th, so
+    `.value` can exceed k; break the tie at random or by a second key to call exactly k, or use
+    `precision_at_k`, which counts the tied group's expected share. `k` not an int in [1, n]
+    raises (`TypeError` or `ValueError`), as do NaN or infinite scores (`ValueError`); under
+    `jax.jit` the affected batch element has value -1 and threshold NaN. Precision: called
+    eagerly, float64 and large-integer scores are compared exactly and the threshold is the
+    input's own value (README, "Precision rules"); under `jax.jit` they are what JAX made them
+    (float32 unless `jax_enable_x64` is on).
+
+    Args:
+      scores: ``[*batch, n]`` real scores, larger meaning more positive.
+      k: the budget, a Python int in [1, n] (static).
+
+    Returns:
+      `BudgetChoice` ``(value, threshold)``, each of shape ``[*batch]`` (value int32).
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> flagged, threshold = jm.budget_threshold([0.9, 0.5, 0.5, 0.1], k=2)
+      >>> int(flagged), float(threshold)  # the tie at the 2nd place flags 3
+      (3, 0.5)
     """
     k = validation.check_count(k, "k")
     keys, codec = validation.order_keys(scores)

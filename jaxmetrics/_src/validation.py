@@ -398,8 +398,8 @@ def map_batch(kernel: Callable[..., Any], *arrays: Array | None) -> Any:
 def nan_where(invalid: Array, tree: Any) -> Any:
     """Mark the results of a batch element whose traced input was bad (`invalid` is batch-shaped).
 
-    Floating leaves become NaN; integer leaves (exact counts) become -1, an impossible count that
-    every rate turns into NaN.
+    Floating leaves become NaN; boolean leaves (masks) False; integer leaves (exact counts) -1,
+    an impossible count that every rate turns into NaN.
     """
 
     flags = host_values(invalid)
@@ -408,7 +408,12 @@ def nan_where(invalid: Array, tree: Any) -> Any:
 
     def poison(leaf: Array) -> Array:
         flag = invalid.reshape(invalid.shape + (1,) * (leaf.ndim - invalid.ndim))
-        bad_value = jnp.nan if jnp.issubdtype(leaf.dtype, jnp.floating) else -1
+        if jnp.issubdtype(leaf.dtype, jnp.floating):
+            bad_value = jnp.nan
+        elif leaf.dtype == jnp.bool_:  # a mask (a curve's `valid`): nothing of it is valid
+            bad_value = False
+        else:
+            bad_value = -1
         return jnp.where(flag, jnp.asarray(bad_value, leaf.dtype), leaf)
 
     return jax.tree_util.tree_map(poison, tree)
