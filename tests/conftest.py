@@ -1,3 +1,4 @@
+import jax
 import numpy as np
 import pytest
 
@@ -19,3 +20,17 @@ def tied_problem(rng, n=200, levels=7, weighted=False, float_weights=False):
             weights = weights * rng.random(n).astype(np.float32)
         weights[:2] = 1.0
     return scores, labels, weights
+
+
+@pytest.fixture
+def x64():
+    """x64 on for one test, then restored.
+
+    Set globally rather than with the thread-local `jax.enable_x64` context: host callbacks run
+    on XLA's threads, where that context is off, and would receive float64 operands as float32.
+    """
+    previous = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    yield
+    jax.effects_barrier()  # let pending callbacks finish before x64 goes off again
+    jax.config.update("jax_enable_x64", previous)

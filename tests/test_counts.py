@@ -13,7 +13,7 @@ SCREENING = jm.Counts(90, 891, 10, 9009)  # 10,000 people screened, prevalence 1
 EXERCISE = jm.Counts(40, 10, 20, 930)  # a worked exercise: 60 positives among 1,000
 
 
-def test_screening_test_from_seed_000():
+def test_screening_test_at_one_percent_prevalence():
     assert float(jm.accuracy(SCREENING)) == pytest.approx(0.9099, abs=5e-5)
     assert float(jm.precision(SCREENING)) == pytest.approx(0.0917, abs=5e-5)
     assert float(jm.f_beta(SCREENING)) == pytest.approx(0.1665, abs=5e-5)
@@ -22,7 +22,7 @@ def test_screening_test_from_seed_000():
     assert float(jm.false_positive_rate(SCREENING)) == pytest.approx(0.09)
 
 
-def test_exercise_from_seed_001():
+def test_worked_exercise():
     assert float(jm.accuracy(EXERCISE)) == pytest.approx(0.97)
     assert float(jm.precision(EXERCISE)) == pytest.approx(0.8)
     assert float(jm.recall(EXERCISE)) == pytest.approx(0.6667, abs=5e-5)

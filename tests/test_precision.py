@@ -125,17 +125,19 @@ def test_rates_are_exact_where_the_ratio_is_representable(size):
     assert float(jm.recall(jm.Counts(size, 0, 0, size))) == 1.0
 
 
-def test_x64_results_are_float64_end_to_end(rng):
-    with jax.enable_x64(True):
-        scores = rng.normal(size=40)
-        labels = (rng.random(40) < 0.5).astype(np.int32)
-        labels[:2] = [0, 1]
-        counts = jm.confusion_counts(scores, labels, 0.0)
-        assert jm.roc_auc(scores, labels).dtype == np.float64
-        assert jm.average_precision(scores, labels).dtype == np.float64
-        assert jm.precision(counts).dtype == np.float64
-        assert jm.f_beta(counts).dtype == np.float64
-        assert jm.matthews_corrcoef(counts).dtype == np.float64
-        curve = jm.roc_curve(scores, labels)
-        assert curve.fpr.dtype == curve.thresholds.dtype == np.float64
-        assert jm.max_f_beta(scores, labels).value.dtype == np.float64
+def test_x64_results_are_float64_end_to_end(rng, x64):
+    scores = 0.5 + rng.normal(size=40) * 1e-12  # distinct in float64 only
+    labels = (rng.random(40) < 0.5).astype(np.int32)
+    labels[:2] = [0, 1]
+    counts = jm.confusion_counts(scores, labels, 0.0)
+    assert jm.roc_auc(scores, labels).dtype == np.float64
+    assert jm.average_precision(scores, labels).dtype == np.float64
+    assert jm.precision(counts).dtype == np.float64
+    assert jm.f_beta(counts).dtype == np.float64
+    assert jm.matthews_corrcoef(counts).dtype == np.float64
+    curve = jm.roc_curve(scores, labels)
+    assert curve.fpr.dtype == curve.thresholds.dtype == np.float64
+    assert jm.max_f_beta(scores, labels).value.dtype == np.float64
+    assert float(jm.roc_auc(scores, labels)) == pytest.approx(
+        skm.roc_auc_score(labels, scores), abs=1e-12
+    )

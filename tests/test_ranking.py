@@ -23,7 +23,7 @@ def pair_count_auc(scores, labels, weights=None):
     return (pair_weight * wins).sum() / pair_weight.sum()
 
 
-def test_eight_scored_examples_from_seed_000():
+def test_eight_scored_examples():
     assert float(jm.roc_auc(EIGHT_SCORES, EIGHT_LABELS)) == 13 / 16
     assert float(jm.average_precision(EIGHT_SCORES, EIGHT_LABELS)) == pytest.approx(
         0.8542, abs=5e-5
