@@ -137,7 +137,7 @@ def markdown(rows: list[dict], kind: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="one cell: n = 1000, AUC 0.75, 50%")
+    parser.add_argument("--quick", action="store_true", help="one cell: n = 1000, AUC 0.75, 50%%")
     parser.add_argument("--sets", type=int, default=None, help="simulated test sets per cell")
     parser.add_argument("--resamples", type=int, default=None, help="bootstrap resamples")
     args = parser.parse_args()

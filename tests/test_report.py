@@ -1,19 +1,36 @@
-"""The `jaxmetrics report` command, run as a user runs it: in a subprocess."""
+"""`jaxmetrics report`'s numbers, text and pictures, checked against scikit-learn, scipy and
+brute-force references written here.
 
+The report runs in this process (`cli.main`, with --no-cache), on data sets of one shape (200
+rows, two score columns), so JAX compiles the evaluation once for the whole module. The command as
+a user runs it, in a subprocess, is tested in test_cli.py.
+"""
+
+import contextlib
+import io
 import json
-import subprocess
+import math
 import sys
+from fractions import Fraction
 
+import jax
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from matplotlib.collections import PathCollection
+from scipy import stats
+from sklearn import calibration as sk_calibration
+from sklearn import metrics as sk
 
 import jaxmetrics as jm
+from jaxmetrics._src import cli
+from jaxmetrics._src.report import ReportError, demo_data, evaluate, load_table, plots, render
 
-COMMAND = [sys.executable, "-m", "jaxmetrics._src.cli", "report"]
-
-
-def run(*args, cwd=None):
-    return subprocess.run([*COMMAND, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+report_modules = {
+    name: sys.modules[f"jaxmetrics._src.report.{name}"]
+    for name in ("command", "evaluate", "read", "render", "result")
+}
+N = 200  # every data set here has this many rows and two score columns: one compiled shape
 
 
 def write_csv(path, header, rows, delimiter=","):
@@ -22,192 +39,490 @@ def write_csv(path, header, rows, delimiter=","):
     return path
 
 
+def report_main(*args):
+    return cli.main(["report", *map(str, args), "--no-cache"])
+
+
+def strict_json(path):
+    def refuse(constant):
+        raise AssertionError(f"non-standard JSON constant {constant}")
+
+    return json.loads(path.read_text(), parse_constant=refuse)
+
+
+# --------------------------------------------------------------------------- references
+
+
+def delong_reference(scores, labels):
+    """DeLong et al. (1988) by brute force over all positive-negative pairs (float64)."""
+    positive, negative = scores[:, labels == 1], scores[:, labels == 0]
+    psi = (positive[:, :, None] > negative[:, None, :]) + 0.5 * (
+        positive[:, :, None] == negative[:, None, :]
+    )
+    v10, v01 = psi.mean(2), psi.mean(1)  # [M, positives], [M, negatives]
+    auc = v10.mean(1)
+    covariance = np.cov(v10) / positive.shape[1] + np.cov(v01) / negative.shape[1]
+    return auc, covariance
+
+
+def threshold_search(scores, labels, objective, maximise=True):
+    """The best objective(tp, fp, fn) over every distinct score (and +inf); lowest threshold on
+    ties. Exact arithmetic, so ties are real ties."""
+    best = None
+    for t in sorted([math.inf, *set(scores.tolist())], reverse=True):
+        predicted = scores >= t
+        tp = int((predicted & (labels == 1)).sum())
+        fp = int((predicted & (labels == 0)).sum())
+        fn = int((~predicted & (labels == 1)).sum())
+        value = objective(tp, fp, fn)
+        if value is None:
+            continue
+        if best is None or (value >= best[0] if maximise else value <= best[0]):
+            best = (value, t)
+    return best
+
+
+def f_beta_fraction(beta2):
+    def objective(tp, fp, fn):
+        denominator = (1 + beta2) * tp + beta2 * fn + fp
+        return Fraction((1 + beta2) * tp, denominator) if denominator else None
+
+    return objective
+
+
+def on_curve(x, y, reference_x, reference_y):
+    """Every point (x, y) is, to 1e-6, one of the reference points."""
+    points, reference = np.c_[x, y], np.c_[reference_x, reference_y]
+    distance = np.abs(points[:, None, :] - reference[None, :, :]).max(-1).min(-1)
+    return bool((distance < 1e-6).all())
+
+
+def is_float32_shortest(value):
+    """True when `value` is the shortest decimal of a float32 (no 0.8125000238418579 noise)."""
+    return value is None or float(str(np.float32(value))) == value
+
+
+# --------------------------------------------------------------------------- data
+
+
 @pytest.fixture(scope="module")
 def two_models(tmp_path_factory):
     rng = np.random.default_rng(5)
-    labels = (rng.random(300) < 0.3).astype(int)
-    a = np.clip(0.3 + 0.3 * labels + 0.2 * rng.normal(size=300), 0, 1).round(3)
-    b = np.clip(0.35 + 0.15 * labels + 0.25 * rng.normal(size=300), 0, 1).round(3)
+    labels = (rng.random(N) < 0.3).astype(int)
+    # three decimals (ties), shifted off the bin edges k/10 so calibration bins are unambiguous
+    a = np.clip(0.3 + 0.3 * labels + 0.2 * rng.normal(size=N), 0, 0.999).round(3) + 0.0005
+    b = np.clip(0.35 + 0.15 * labels + 0.25 * rng.normal(size=N), 0, 0.999).round(3) + 0.0005
     path = tmp_path_factory.mktemp("data") / "scores.csv"
     write_csv(path, ["outcome", "model_a", "model_b"], zip(labels, a, b))
-    return path, labels, a.astype(np.float32), b.astype(np.float32)
+    return path, labels, a, b
 
 
-def test_demo_runs_and_prints_the_report():
-    result = run("--demo", "--resamples", "100")
-    assert result.returncode == 0, result.stderr
-    for part in (
-        "prevalence",
-        "majority baseline",
-        "ROC AUC",
-        "DeLong",
-        "max_f1",
-        "Brier",
-        "ECE",
-        "Paired comparison",
-        "A - B",
-    ):
-        assert part in result.stdout
-    assert "bootstrap ROC AUC: 100/100" in result.stderr  # progress
+@pytest.fixture(scope="module")
+def full_run(two_models, tmp_path_factory):
+    """One report with every option: its exit status, output streams, JSON and plot folder."""
+    path = two_models[0]
+    folder = tmp_path_factory.mktemp("out")
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = report_main(
+            path, "--label", "outcome", "--score", "model_a", "--score", "model_b",
+            "--resamples", 50, "--seed", 3, "--cost-fp", 1, "--cost-fn", 5,
+            "--json", folder / "report.json", "--plots", folder / "plots",
+        )  # fmt: skip
+    return status, out.getvalue(), err.getvalue(), strict_json(folder / "report.json"), folder
 
 
-def test_csv_json_numbers_equal_the_library_and_plots_are_pngs(two_models, tmp_path):
-    path, labels, a, b = two_models
-    out = tmp_path / "report.json"
-    plots = tmp_path / "plots"
-    result = run(
-        str(path),
-        "--label",
-        "outcome",
-        "--score",
-        "model_a",
-        "--score",
-        "model_b",
-        "--resamples",
-        "150",
-        "--seed",
-        "3",
-        "--cost-fp",
-        "1",
-        "--cost-fn",
-        "5",
-        "--json",
-        str(out),
-        "--plots",
-        str(plots),
-        "--quiet",
+@pytest.fixture(scope="module")
+def report(two_models):
+    """The typed result for the same data, from `evaluate` directly."""
+    path, *_ = two_models
+    table = load_table(path, "outcome", ["model_a", "model_b"])
+    metadata = report_modules["result"].Metadata(
+        str(path), "outcome", ("model_a", "model_b"), None, 0.5, None, None, 20, 0, 10, "test"
     )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == "" and result.stderr == ""
-    document = json.loads(out.read_text())
-    model_a = document["models"]["model_a"]
-    assert model_a["roc_auc"]["estimate"] == pytest.approx(float(jm.roc_auc(a, labels)), abs=1e-6)
-    assert document["models"]["model_b"]["average_precision"]["estimate"] == pytest.approx(
-        float(jm.average_precision(b, labels)), abs=1e-6
-    )
-    booted = jm.bootstrap(
-        jm.roc_auc, np.stack([a, b]), labels, key=__import__("jax").random.key(3), num_resamples=150
-    )
-    assert model_a["roc_auc"]["low"] == pytest.approx(float(booted.low[0]), abs=1e-6)
-    delong = jm.delong(np.stack([a, b]), labels)
-    assert model_a["roc_auc"]["delong_high"] == pytest.approx(float(delong.high[0]), abs=1e-6)
-    given = model_a["thresholds"][0]
-    counts = jm.confusion_counts(a, labels, 0.5)
-    assert [given[k] for k in ("tp", "fp", "fn", "tn")] == [int(c) for c in counts]
-    rules = [p["rule"] for p in model_a["thresholds"]]
-    assert rules == ["given", "max_f1", "max_f2", "min_cost", "bayes"]
-    assert model_a["calibration"]["brier"] == pytest.approx(
-        float(jm.brier_score(a, labels)), abs=1e-6
-    )
+    return evaluate(table, metadata)
+
+
+# --------------------------------------------------------------------------- numbers
+
+
+def test_run_succeeds_with_progress_and_text(full_run):
+    status, out, err, _, folder = full_run
+    assert status == 0, err
+    assert "bootstrap ROC AUC: 50/50 resamples" in err
+    for part in ("prevalence", "majority baseline", "DeLong", "max_f1", "min_cost", "bayes"):
+        assert part in out
+    assert "Paired comparison" in out and "model_a - model_b" in out
+    assert f"JSON written to {folder / 'report.json'}" in out
+
+
+def test_ranking_numbers_match_sklearn_and_delong_by_brute_force(two_models, full_run):
+    _, labels, a, b = two_models
+    document = full_run[3]
+    scores = np.stack([a, b])
+    auc, covariance = delong_reference(scores, labels)
+    z = stats.norm.ppf(0.975)
+    for m, name in enumerate(("model_a", "model_b")):
+        model = document["models"][name]
+        assert model["roc_auc"]["estimate"] == pytest.approx(
+            sk.roc_auc_score(labels, scores[m]), abs=1e-6
+        )
+        assert model["average_precision"]["estimate"] == pytest.approx(
+            sk.average_precision_score(labels, scores[m]), abs=1e-6
+        )
+        half = z * math.sqrt(covariance[m, m])
+        assert model["roc_auc"]["delong_low"] == pytest.approx(auc[m] - half, abs=1e-5)
+        assert model["roc_auc"]["delong_high"] == pytest.approx(auc[m] + half, abs=1e-5)
+        low, high = model["roc_auc"]["low"], model["roc_auc"]["high"]
+        assert low < model["roc_auc"]["estimate"] < high
     comparison = document["comparison"][0]
-    test = jm.delong_test(a, b, labels)
-    assert comparison["roc_auc_difference"]["delong_p_value"] == pytest.approx(
-        float(test.p_value), rel=1e-5
+    difference = comparison["roc_auc_difference"]
+    assert difference["estimate"] == pytest.approx(auc[0] - auc[1], abs=1e-6)
+    variance = covariance[0, 0] + covariance[1, 1] - 2 * covariance[0, 1]
+    assert difference["delong_z"] == pytest.approx(
+        (auc[0] - auc[1]) / math.sqrt(variance), rel=1e-4
     )
-    for name in ("roc.png", "precision_recall.png", "reliability.png"):
-        data = (plots / name).read_bytes()
+    assert difference["delong_p_value"] == pytest.approx(
+        2 * stats.norm.sf(abs(difference["delong_z"])), rel=1e-4
+    )
+
+
+def test_bootstrap_uses_the_seed_and_resamples_given(two_models, full_run):
+    _, labels, a, b = two_models
+    key = report_modules["evaluate"].seed_key(3)
+    booted = jm.bootstrap(jm.roc_auc, np.stack([a, b]), labels, key=key, num_resamples=50)
+    model = full_run[3]["models"]["model_a"]["roc_auc"]
+    assert model["low"] == pytest.approx(float(booted.low[0]), abs=1e-6)
+    assert model["high"] == pytest.approx(float(booted.high[0]), abs=1e-6)
+
+
+def test_seeds_use_all_64_bits():
+    seed_key = report_modules["evaluate"].seed_key
+    data = jax.random.key_data
+    assert np.array_equal(data(seed_key(5)), data(jax.random.key(5)))
+    assert not np.array_equal(data(seed_key(2**32)), data(seed_key(0)))  # key(2**32) == key(0)
+    assert np.array_equal(data(seed_key(2**64 - 1)), [2**32 - 1, 2**32 - 1])
+
+
+def test_operating_points_match_brute_force(two_models, full_run):
+    _, labels, a, _ = two_models
+    points = {p["rule"]: p for p in full_run[3]["models"]["model_a"]["thresholds"]}
+    assert list(points) == ["given", "max_f1", "max_f2", "min_cost", "bayes"]
+    assert points["bayes"]["threshold"] == pytest.approx(1 / 6)
+    for beta2, rule in ((1, "max_f1"), (4, "max_f2")):
+        value, threshold = threshold_search(a, labels, f_beta_fraction(beta2))
+        assert points[rule]["threshold"] == threshold
+        assert points[rule]["f1" if beta2 == 1 else "f2"] == pytest.approx(float(value), abs=1e-6)
+    cost, threshold = threshold_search(a, labels, lambda tp, fp, fn: fp + 5 * fn, maximise=False)
+    assert points["min_cost"]["threshold"] == threshold
+    assert points["min_cost"]["cost_per_sample"] == pytest.approx(cost / N)
+    for point in points.values():
+        predicted = a >= point["threshold"]
+        tp = int((predicted & (labels == 1)).sum())
+        fp = int((predicted & (labels == 0)).sum())
+        assert (point["tp"], point["fp"]) == (tp, fp)
+        assert point["fn"] == labels.sum() - tp and point["tn"] == (labels == 0).sum() - fp
+        assert point["recall"] == pytest.approx(sk.recall_score(labels, predicted), abs=1e-6)
+        assert point["f1"] == pytest.approx(sk.f1_score(labels, predicted), abs=1e-6)
+        wilson = stats.binomtest(tp, int(labels.sum())).proportion_ci(method="wilson")
+        assert point["recall_wilson"] == pytest.approx([wilson.low, wilson.high], abs=1e-5)
+
+
+def test_calibration_matches_sklearn_and_ece_uses_the_table_bins(two_models, full_run):
+    _, labels, a, _ = two_models
+    calibration = full_run[3]["models"]["model_a"]["calibration"]
+    assert calibration["num_bins"] == 10 and len(calibration["reliability"]) == 10
+    assert calibration["brier"] == pytest.approx(sk.brier_score_loss(labels, a), abs=1e-6)
+    assert calibration["log_loss"] == pytest.approx(sk.log_loss(labels, a), abs=1e-5)
+    fraction, mean = sk_calibration.calibration_curve(labels, a, n_bins=10)
+    filled = [b for b in calibration["reliability"] if b["count"]]
+    assert [b["fraction_positive"] for b in filled] == pytest.approx(fraction, abs=1e-6)
+    assert [b["mean_predicted"] for b in filled] == pytest.approx(mean, abs=1e-6)
+    bins = np.searchsorted(np.linspace(0, 1, 11)[1:-1], a)  # sklearn's binning
+    counts = np.bincount(bins, minlength=10)
+    assert [b["count"] for b in calibration["reliability"]] == counts.tolist()
+    gaps = [abs(f - m) for f, m in zip(fraction, mean)]
+    ece = sum(c / N * g for c, g in zip(counts[counts > 0], gaps))
+    assert calibration["ece"] == pytest.approx(ece, abs=1e-6)
+
+
+def test_curves_are_in_the_json_and_lie_on_sklearns(two_models, full_run):
+    _, labels, a, _ = two_models
+    model = full_run[3]["models"]["model_a"]
+    fpr, tpr, _ = sk.roc_curve(labels, a, drop_intermediate=False)
+    ours = model["roc_curve"]
+    assert ours["thresholds"][0] is None  # +inf: nothing predicted positive
+    assert (ours["fpr"][0], ours["tpr"][0], ours["fpr"][-1], ours["tpr"][-1]) == (0, 0, 1, 1)
+    assert on_curve(ours["fpr"], ours["tpr"], fpr, tpr)
+    precision, recall, _ = sk.precision_recall_curve(labels, a)
+    ours = model["precision_recall_curve"]
+    assert on_curve(ours["precision"], ours["recall"], precision, recall)
+    assert len(ours["recall"]) == len(set(a.tolist())) + 1
+
+
+def test_json_has_metadata_and_float32_values_without_noise(two_models, full_run):
+    path = two_models[0]
+    document = full_run[3]
+    assert document["metadata"] == {
+        "file": str(path),
+        "label_column": "outcome",
+        "score_columns": ["model_a", "model_b"],
+        "positive_class": None,
+        "threshold": 0.5,
+        "cost_fp": 1.0,
+        "cost_fn": 5.0,
+        "resamples": 50,
+        "seed": 3,
+        "calibration_bins": 10,
+        "jaxmetrics_version": jm.__version__,
+    }
+    calibration = document["models"]["model_a"]["calibration"]
+    values = [calibration["brier"], calibration["log_loss"], calibration["ece"]]
+    for b in calibration["reliability"]:
+        values += [b["mean_predicted"], b["fraction_positive"], b["low"], b["high"], *b["bin"]]
+    assert all(is_float32_shortest(v) for v in values)
+    assert calibration["reliability"][1]["bin"] == [0.1, 0.2]
+
+
+def test_float64_scores_are_ranked_exactly(tmp_path):
+    """Scores 0.5 + z * 1e-9 collapse to a few float32 values; the report must rank them as
+    float64 and agree with scikit-learn."""
+    rng = np.random.default_rng(11)
+    labels = (rng.random(N) < 0.4).astype(int)
+    close = 0.5 + rng.standard_normal(N) * 1e-9 + 3e-10 * labels
+    other = rng.random(N)
+    path = write_csv(tmp_path / "close.csv", ["y", "close", "other"], zip(labels, close, other))
+    assert report_main(
+        path, "--label", "y", "--score", "close", "--score", "other", "--resamples", 20,
+        "--json", tmp_path / "out.json", "--quiet",
+    ) == 0  # fmt: skip
+    model = strict_json(tmp_path / "out.json")["models"]["close"]
+    assert model["roc_auc"]["estimate"] == pytest.approx(sk.roc_auc_score(labels, close), abs=1e-6)
+    assert model["average_precision"]["estimate"] == pytest.approx(
+        sk.average_precision_score(labels, close), abs=1e-6
+    )
+
+
+def test_tsv_with_named_classes(tmp_path):
+    rng = np.random.default_rng(2)
+    sick = rng.random(N) < 0.3
+    first = (rng.random(N) + 0.4 * sick).round(4)
+    second = (rng.random(N) + 0.2 * sick).round(4)
+    rows = [("sick" if s else "well", x, y) for s, x, y in zip(sick, first, second)]
+    path = write_csv(tmp_path / "scores.tsv", ["status", "one", "two"], rows, delimiter="\t")
+    assert report_main(
+        path, "--label", "status", "--positive", "sick", "--score", "one", "--score", "two",
+        "--resamples", 20, "--json", tmp_path / "out.json", "--quiet",
+    ) == 0  # fmt: skip
+    document = strict_json(tmp_path / "out.json")
+    assert document["metadata"]["positive_class"] == "sick"
+    assert document["data"]["positives"] == int(sick.sum())
+    assert document["models"]["two"]["roc_auc"]["estimate"] == pytest.approx(
+        sk.roc_auc_score(sick, second), abs=1e-6
+    )
+    assert document["models"]["one"]["calibration"] is None  # scores above 1
+
+
+def test_npz_keeps_float64(tmp_path):
+    rng = np.random.default_rng(0)
+    labels = rng.random(N) < 0.5
+    scores = rng.random((2, N)) * 1e-3 + 1e6  # float32 would merge most of these
+    np.savez(tmp_path / "data.npz", y=labels, s=scores[0], t=scores[1])
+    table = load_table(tmp_path / "data.npz", "y", ["s", "t"])
+    assert table.models["s"].dtype == np.float64 and table.labels.dtype == np.int32
+    np.testing.assert_array_equal(table.models["t"], scores[1])
+    assert report_main(
+        tmp_path / "data.npz", "--label", "y", "--score", "s", "--score", "t", "--resamples", 20,
+        "--json", tmp_path / "out.json", "--quiet",
+    ) == 0  # fmt: skip
+    document = strict_json(tmp_path / "out.json")
+    assert document["models"]["s"]["roc_auc"]["estimate"] == pytest.approx(
+        sk.roc_auc_score(labels, scores[0]), abs=1e-6
+    )
+
+
+# --------------------------------------------------------------------------- text
+
+
+def test_render_formats(report):
+    fmt, fmt_threshold, fmt_interval = (
+        getattr(report_modules["render"], name) for name in ("fmt", "fmt_threshold", "fmt_interval")
+    )
+    assert fmt(-1e-9) == "0.000" and fmt(-1e-9, 4, sign="+") == "+0.0000"
+    assert fmt(float("nan")) == fmt(None) == "–"
+    assert fmt_threshold(1.6e-5) == "1.6e-05" and fmt_threshold(0.5) == "0.5"
+    assert fmt_interval(-1e-9, 0.5, proportion=True) == "[0.000, 0.500]"
+    assert fmt_interval(0.2, float("nan")) == "–"
+    text = render(report, source="scores.csv")
+    assert "-0.000" not in text
+    assert "ECE" in text and "(over the 10 equal-width bins below)" in text
+    assert "ECE (15 bins)" not in text
+
+
+def test_number_keeps_the_precision_computed():
+    number = report_modules["evaluate"].number
+    assert number(np.float32(0.8125000238418579)) == 0.8125
+    assert number(np.float32(1 / 3)) == 0.33333334
+    assert number(np.float64(1 / 3)) == 1 / 3
+    assert math.isnan(number(np.float32("nan")))
+
+
+# --------------------------------------------------------------------------- pictures
+
+
+def test_plots_read_the_curves_from_the_result(report, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("plots must not recompute curves")
+
+    for name in ("roc_curve", "precision_recall_curve", "reliability_bins", "roc_auc"):
+        monkeypatch.setattr(jm, name, refuse)
+    figures = plots(report)
+    assert sorted(figures) == ["precision_recall.png", "reliability.png", "roc.png"]
+    roc_line = figures["roc.png"].axes[0].lines[0]
+    assert list(roc_line.get_xdata()) == list(report.models["model_a"].roc_curve.fpr)
+    for figure in figures.values():
+        figure.canvas.draw()
+        legend = figure.legends[0]  # one legend, outside (below) the axes
+        assert all(axes.get_legend() is None for axes in figure.axes)
+        assert legend.get_window_extent().y1 <= min(a.get_window_extent().y0 for a in figure.axes)
+    plt.close("all")
+
+
+def test_reliability_plot_breaks_at_empty_bins_and_shows_counts(report):
+    model = report.models["model_a"]
+    nan = float("nan")
+    bins = list(model.calibration.reliability)
+    bins[4] = bins[4]._replace(
+        count=0, mean_predicted=nan, fraction_positive=nan, low=nan, high=nan
+    )
+    calibration = model.calibration._replace(reliability=tuple(bins))
+    report = report._replace(models={"model_a": model._replace(calibration=calibration)})
+    reliability, histogram = plots(report)["reliability.png"].axes
+    empty = np.array([entry.count == 0 for entry in bins])
+    line = np.asarray(reliability.lines[0].get_ydata(), float)
+    assert np.isnan(line[empty]).all() and not np.isnan(line[~empty]).any()  # broken at gaps
+    markers = [c for c in reliability.collections if isinstance(c, PathCollection)]
+    assert len(set(markers[0].get_sizes().tolist())) > 1  # marker area follows the count
+    assert histogram.get_ylabel() == "samples per bin"
+    plt.close("all")
+
+
+def test_plots_written_as_pngs_without_leftovers(full_run):
+    folder = full_run[4] / "plots"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "precision_recall.png",
+        "reliability.png",
+        "roc.png",
+    ]
+    for path in folder.iterdir():
+        data = path.read_bytes()
         assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
 
 
-def test_tsv_and_named_classes(tmp_path):
-    rows = [("sick" if i % 3 == 0 else "well", i / 30) for i in range(30)]
-    path = write_csv(tmp_path / "scores.tsv", ["status", "score"], rows, delimiter="\t")
-    result = run(
-        str(path),
-        "--label",
-        "status",
-        "--positive",
-        "sick",
-        "--score",
-        "score",
-        "--resamples",
-        "50",
-        "--json",
-        str(tmp_path / "out.json"),
-        "--quiet",
-    )
-    assert result.returncode == 0, result.stderr
-    labels = np.array([r[0] == "sick" for r in rows], int)
-    scores = np.array([r[1] for r in rows], np.float32)
-    document = json.loads((tmp_path / "out.json").read_text())
-    assert document["models"]["score"]["roc_auc"]["estimate"] == pytest.approx(
-        float(jm.roc_auc(scores, labels)), abs=1e-6
-    )
+def test_a_failed_write_leaves_nothing(tmp_path):
+    def Figure(fail):
+        figure = plt.figure()
+        if fail:
+            figure.savefig = lambda *args, **kwargs: (_ for _ in ()).throw(
+                RuntimeError("disk full")
+            )
+        return figure
+
+    write_outputs = report_modules["command"].write_outputs
+    plots_dir = tmp_path / "new" / "plots"
+    figures = {"roc.png": Figure(False), "precision_recall.png": Figure(True)}
+    with pytest.raises(RuntimeError, match="disk full"):
+        write_outputs(tmp_path / "r.json", "{}\n", plots_dir, figures)
+    assert list(tmp_path.iterdir()) == []  # no JSON, no PNG, no temporary, no new folder
+    written = write_outputs(tmp_path / "r.json", "{}\n", plots_dir, {"roc.png": Figure(False)})
+    assert sorted(p.name for p in written) == ["r.json", "roc.png"]
+    assert sorted(p.name for p in plots_dir.iterdir()) == ["roc.png"]
 
 
-def test_npz_input(tmp_path):
-    rng = np.random.default_rng(0)
-    labels = (rng.random(50) < 0.5).astype(np.int32)
-    np.savez(tmp_path / "data.npz", y=labels, s=rng.random(50).astype(np.float32))
-    result = run(
-        str(tmp_path / "data.npz"), "--label", "y", "--score", "s", "--resamples", "20", "--quiet"
-    )
-    assert result.returncode == 0, result.stderr
+# --------------------------------------------------------------------------- reading
 
 
+def test_demo_data_is_float64_probabilities():
+    table = demo_data()
+    assert set(table.models) == {"A", "B"}
+    assert all(s.dtype == np.float64 and ((s > 0) & (s < 1)).all() for s in table.models.values())
+    assert 0.04 < table.labels.mean() < 0.06
+    assert sk.roc_auc_score(table.labels, table.models["A"]) == pytest.approx(0.856, abs=0.03)
+
+
+def test_read_long_fields_and_quoted_newlines(tmp_path):
+    long_number = "0." + "3" * 200_000  # longer than csv's default field limit
+    path = tmp_path / "long.csv"
+    path.write_text(f'y,s,note\n1,{long_number},x\n0,0.1,"two\nlines"\n1,0.9,z\n0,oops,w\n')
+    with pytest.raises(ReportError, match=r"long.csv: column 's', line 6: score 'oops'"):
+        load_table(path, "y", ["s"])  # the quoted newline counts as a line
+    path.write_text(f"y,s\n1,{long_number}\n0,0.1\n")
+    table = load_table(path, "y", ["s"])
+    assert table.models["s"][0] == pytest.approx(1 / 3)
+
+
+def test_read_ignores_unused_duplicate_columns(tmp_path):
+    path = write_csv(tmp_path / "d.csv", ["y", "s", "x", "x"], [(1, 0.9, 1, 2), (0, 0.2, 3, 4)])
+    table = load_table(path, "y", ["s"])
+    assert table.models["s"].tolist() == [0.9, 0.2]
+    with pytest.raises(ReportError, match=r"column 'x' appears 2 times in the header \(fields 3"):
+        load_table(path, "y", ["x"])
+
+
+# --------------------------------------------------------------------------- bad input, in-process
+# (the cases that test_cli.py runs in a subprocess are the same code path: cli.main)
+
+CSV = "y,s\n1,0.9\n0,0.2\n1,0.7\n0,0.4\n"
+SCORE = ["data.csv", "--label", "y", "--score", "s"]
 BAD = {
-    "missing file": (
-        None,
-        ["missing.csv", "--label", "y", "--score", "s"],
-        "missing.csv: no such file",
-    ),
-    "missing column": (
-        "y,s\n1,0.5\n0,0.2\n",
-        ["--label", "y", "--score", "t"],
-        "no column 't' (columns: 'y', 's')",
-    ),
-    "empty table": ("y,s\n", ["--label", "y", "--score", "s"], "the table is empty"),
-    "text in a score": (
-        "y,s\n1,0.5\n0,high\n",
-        ["--label", "y", "--score", "s"],
-        "column 's', line 3: score 'high' is not a number",
-    ),
-    "nan score": (
-        "y,s\n1,0.5\n0,0.1\n1,nan\n",
-        ["--label", "y", "--score", "s"],
-        "column 's', line 4: score 'nan' is not finite",
-    ),
-    "inf score": (
-        "y,s\n1,inf\n0,0.1\n",
-        ["--label", "y", "--score", "s"],
-        "column 's', line 2: score 'inf' is not finite",
-    ),
-    "label outside": (
-        "y,s\n1,0.5\n2,0.1\n",
-        ["--label", "y", "--score", "s"],
-        "column 'y', line 3: label '2' is not 0/1",
-    ),
+    "missing file": (None, ["missing.csv", "--label", "y", "--score", "s"], ["no such file"]),
+    "missing column": (CSV, ["data.csv", "--label", "y", "--score", "t"], ["no column 't'"]),
+    "empty table": ("y,s\n", SCORE, ["data.csv: the table is empty"]),
+    "text score": ("y,s\n1,0.5\n0,high\n", SCORE, ["line 3: score 'high' is not a number"]),
+    "empty score": ("y,s\n1,0.5\n0,\n", SCORE, ["data.csv: column 's', line 3: score is empty"]),
+    "nan score": ("y,s\n1,0.5\n0,nan\n", SCORE, ["line 3: score 'nan' is not finite"]),
+    "label outside": ("y,s\n1,0.5\n2,0.1\n", SCORE, ["line 3: label '2' is not 0/1"]),
+    "blank label": ("y,s\n1,0.5\n,0.1\n", SCORE, ["column 'y', line 3: label is missing"]),
     "third class": (
         "y,s\na,0.5\nb,0.1\nc,0.3\n",
-        ["--label", "y", "--positive", "a", "--score", "s"],
-        "column 'y', line 4: label 'c' is a third class",
+        [*SCORE, "--positive", "a"],
+        ["column 'y', line 4: label 'c' is a third class"],
     ),
-    "single class": (
-        "y,s\n1,0.5\n1,0.1\n",
-        ["--label", "y", "--score", "s"],
-        "column 'y': only one class present",
-    ),
+    "single class": ("y,s\n1,0.5\n1,0.1\n", SCORE, ["column 'y': only one class present"]),
+    "ragged row": ("y,s\n1,0.5\n0,0.1,7\n", SCORE, ["line 3 has 3 fields, the header has 2"]),
+    "not utf-8": (b"y,s\n1,\xff\n", SCORE, ["data.csv: not a UTF-8 text file"]),
+    "score given twice": (CSV, [*SCORE, "--score", "s"], ["--score 's' is given 2 times"]),
+    "costs both zero": (CSV, [*SCORE, "--cost-fp", "0", "--cost-fn", "0"], ["both be 0"]),
+    "one cost": (CSV, [*SCORE, "--cost-fp", "1"], ["both --cost-fp and --cost-fn"]),
+    "few resamples": (CSV, [*SCORE, "--resamples", "1"], ["--resamples must be at least 2"]),
+    "demo with a file": (CSV, [*SCORE, "--demo"], ["either FILE or --demo"]),
+    "demo with columns": (None, ["--demo", "--label", "y"], ["--demo uses its own data"]),
+    "nothing to read": (None, [], ["give a FILE (with --label and --score) or --demo"]),
+    "no label": (CSV, ["data.csv", "--score", "s"], ["give the label column with --label"]),
+    "unknown option": (CSV, [*SCORE, "--bogus"], ["unrecognized arguments: --bogus"]),
+    "json is a folder": (CSV, [*SCORE, "--json", "."], ["--json .: is a directory"]),
 }
 
 
-@pytest.mark.parametrize("case", sorted(BAD))
-def test_bad_input_exits_with_one_line(tmp_path, case):
-    content, args, message = BAD[case]
-    if content is not None:
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_input_is_one_line_before_any_work(tmp_path, monkeypatch, capsys, case):
+    content, args, parts = BAD[case]
+    if isinstance(content, bytes):
+        (tmp_path / "data.csv").write_bytes(content)
+    elif content is not None:
         (tmp_path / "data.csv").write_text(content)
-        args = ["data.csv", *args]
-    result = run(*args, cwd=tmp_path)
-    assert result.returncode == 2
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(
-        "jaxmetrics report: error: data.csv" if content else "jaxmetrics report: error:"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(
+        report_modules["command"], "evaluate", lambda *a, **k: pytest.fail("evaluated")
     )
-    assert message in lines[0]
-
-
-def test_usage_errors(tmp_path):
-    result = run()
-    assert result.returncode == 2 and "--demo" in result.stderr
-    result = run("--demo", "--cost-fp", "1")
-    assert result.returncode == 2 and "both --cost-fp and --cost-fn" in result.stderr
+    try:
+        status = cli.main(["report", *args, "--no-cache"])
+    except SystemExit as exit:  # argparse's errors
+        status = exit.code
+    assert status == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip("\n").split("\n")
+    assert len(lines) == 1 and lines[0].startswith("jaxmetrics report: error: "), captured.err
+    for part in parts:
+        assert part in lines[0]

@@ -1,16 +1,66 @@
-"""The `jaxmetrics` command line."""
+"""The `jaxmetrics` command line.
+
+Every failure ends in one line on stderr and an exit status: 2 for the user's input or options
+(argparse's own errors included), 1 for an internal error, 130 for Ctrl-C. JAXMETRICS_DEBUG=1
+lets internal errors show their traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import signal
 import sys
+import threading
+from pathlib import Path
+
+from jaxmetrics import __version__
+
+_SEED_LIMIT = 2**64
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class _Parser(argparse.ArgumentParser):
+    """argparse, with errors on one line (no usage block): `PROG: error: MESSAGE`, status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _finite(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number; got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number; got {text!r}")
+    return value
+
+
+def _cost(text: str) -> float:
+    value = _finite(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a cost must be >= 0; got {text!r}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer; got {text!r}") from None
+    if not 0 <= value < _SEED_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be in [0, 2**64 - 1]; got {text}")
+    return value
+
+
+def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The `jaxmetrics` parser and its `report` subcommand's."""
+    parser = _Parser(
         prog="jaxmetrics",
         description="Evaluate binary classifiers from a file of labels and scores.",
     )
+    parser.add_argument("--version", action="version", version=f"jaxmetrics {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     report = commands.add_parser(
         "report",
@@ -19,38 +69,124 @@ def _parser() -> argparse.ArgumentParser:
         "confusion counts and rates at chosen thresholds, ROC AUC and average precision with "
         "bootstrap and DeLong intervals, calibration, and a paired comparison of the models.",
     )
-    report.add_argument("file", nargs="?", help="CSV/TSV, .npz or .parquet file")
-    report.add_argument("--demo", action="store_true", help="use a built-in synthetic data set")
-    report.add_argument("--label", help="name of the label column (0/1, true/false)")
-    report.add_argument("--positive", help="the positive class, when labels are two names")
-    report.add_argument("--score", action="append", default=[], help="a score column (repeat)")
-    report.add_argument("--threshold", type=float, default=0.5, help="decision threshold (0.5)")
-    report.add_argument("--cost-fp", type=float, help="cost of a false positive")
-    report.add_argument("--cost-fn", type=float, help="cost of a false negative")
-    report.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (1000)")
-    report.add_argument("--seed", type=int, default=0, help="bootstrap seed (0)")
-    report.add_argument("--json", metavar="PATH", help="also write the numbers as JSON")
-    report.add_argument("--plots", metavar="DIR", help="write ROC, PR and reliability PNGs")
-    report.add_argument("--quiet", action="store_true", help="print nothing but errors")
-    return parser
+    add = report.add_argument
+    add("file", nargs="?", help="CSV/TSV, .npz or .parquet file")
+    add("--demo", action="store_true", help="use a built-in synthetic data set")
+    add("--label", help="name of the label column (0/1, true/false)")
+    add("--positive", help="the positive class, when labels are two names")
+    add("--score", action="append", default=[], help="a score column (repeat)")
+    add("--threshold", type=_finite, default=0.5, help="decision threshold (0.5)")
+    add("--cost-fp", type=_cost, help="cost of a false positive (>= 0)")
+    add("--cost-fn", type=_cost, help="cost of a false negative (>= 0)")
+    add("--resamples", type=int, default=1000, help="bootstrap resamples (1000)")
+    add("--seed", type=_seed, default=0, help="bootstrap seed, 0 to 2**64 - 1 (0)")
+    add("--json", metavar="PATH", help="also write the numbers as JSON")
+    add("--plots", metavar="DIR", help="write ROC, PR and reliability PNGs")
+    add("--quiet", action="store_true", help="print nothing but errors")
+    add(
+        "--no-cache",
+        action="store_true",
+        help="do not keep compiled code in the user's cache directory (also JAXMETRICS_NO_CACHE=1)",
+    )
+    return parser, report
+
+
+def cache_directory() -> Path:
+    """Where compiled code is kept: $XDG_CACHE_HOME/jaxmetrics/jax, or ~/.cache/jaxmetrics/jax."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    return root / "jaxmetrics" / "jax"
+
+
+def _use_compilation_cache() -> None:
+    """Keep every compiled program on disk, so a second run skips most of XLA's compile time."""
+    import jax
+
+    if jax.config.jax_compilation_cache_dir:  # the user chose a cache (JAX_COMPILATION_CACHE_DIR)
+        return
+    directory = cache_directory()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return  # no writable cache: run without one rather than fail
+    if not os.access(directory, os.W_OK):
+        return
+    jax.config.update("jax_compilation_cache_dir", str(directory))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+_CALLBACK_FILE = os.path.join("jax", "_src", "callback.py")
+
+
+def _in_host_callback(frame) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename.endswith(_CALLBACK_FILE):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _on_interrupt(number, frame) -> None:
+    """Ctrl-C as KeyboardInterrupt, except inside a JAX host callback (the library's numpy sort
+    and bincount on CPU): JAX would turn it into an internal error with a logged traceback, so
+    the signal is delivered again a moment later, once the callback has returned."""
+    if _in_host_callback(frame):
+        threading.Timer(0.05, _deliver_again).start()
+        return
+    raise KeyboardInterrupt
+
+
+def _deliver_again() -> None:
+    if signal.getsignal(signal.SIGINT) is _on_interrupt:  # the report is still running
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+def _one_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    text = lines[0] if lines else ""
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+    parser, report_parser = _parsers()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # name the subcommand in the message, as its own errors do
+        (report_parser if args.command == "report" else parser).error(
+            f"unrecognized arguments: {' '.join(unknown)}"
+        )
     if args.command is None:
         parser.print_help()
         return 0
+    prog = "jaxmetrics report"
     from jaxmetrics._src import report
 
+    handles_signals = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, _on_interrupt) if handles_signals else None
     try:
+        if not (args.no_cache or os.environ.get("JAXMETRICS_NO_CACHE", "") not in ("", "0")):
+            _use_compilation_cache()
         return report.run(args)
     except report.ReportError as error:
-        print(f"jaxmetrics report: error: {error}", file=sys.stderr)
+        print(f"{prog}: error: {error}", file=sys.stderr)
         return 2
-    except OSError as error:  # unreadable file, unwritable --json/--plots path
-        print(f"jaxmetrics report: error: {error}", file=sys.stderr)
+    except OSError as error:  # an unreadable file, an output that could not be written
+        print(f"{prog}: error: {_one_line(error)}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:
+        if os.environ.get("JAXMETRICS_DEBUG", "") not in ("", "0"):
+            raise
+        print(
+            f"{prog}: internal error: {_one_line(error)} (JAXMETRICS_DEBUG=1 shows the traceback)",
+            file=sys.stderr,
+        )
+        return 1
+    finally:
+        if handles_signals:
+            signal.signal(signal.SIGINT, previous)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,275 @@
+"""Every number of the report, computed once with the public `jaxmetrics` functions.
+
+Scores arrive as float64 numpy arrays: the library's eager ranking functions (AUC, AP, curves,
+counts, threshold searches, DeLong, and the bootstrap of those) rank them exactly. Results are
+stored as plain Python floats with the precision they were computed in: a float32 value is kept
+as its shortest decimal (0.8125, not 0.8125000238418579), a float64 value in full.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import numpy as np
+
+import jaxmetrics as jm
+from jaxmetrics._src.report.read import Table
+from jaxmetrics._src.report.result import (
+    AucDifference,
+    AucInterval,
+    Calibration,
+    Comparison,
+    Data,
+    Difference,
+    Interval,
+    Metadata,
+    ModelReport,
+    OperatingPoint,
+    PrPoints,
+    ReliabilityBin,
+    Report,
+    RocPoints,
+)
+
+# A curve keeps at most this many points in the report (and its JSON): more than a plot resolves.
+MAX_CURVE_POINTS = 2000
+Progress = Callable[[str, int, int], None]
+
+
+def number(value) -> float:
+    """A scalar as a Python float, rounded to the precision it was computed in."""
+    array = np.asarray(value)
+    if array.dtype == np.float64 or array.dtype.kind in "biu":
+        return float(array)
+    return float(str(array.astype(np.float32)[()]))  # shortest decimal that is this float32
+
+
+def numbers(values) -> tuple[float, ...]:
+    return tuple(number(v) for v in np.asarray(values).reshape(-1))
+
+
+def seed_key(seed: int):
+    """A threefry key for a seed of up to 64 bits (jax.random.key keeps only 32 without x64)."""
+    words = np.array([seed >> 32, seed & 0xFFFFFFFF], np.uint32)
+    return jax.random.wrap_key_data(words, impl="threefry2x32")
+
+
+def evaluate_data(labels: np.ndarray) -> Data:
+    n, positives = int(labels.size), int(labels.sum())
+    prevalence = positives / n
+    return Data(n, positives, n - positives, prevalence, max(prevalence, 1 - prevalence))
+
+
+def has_intervals(data: Data) -> bool:
+    """Whether AUC/AP intervals mean anything: DeLong's variance needs two of each class, and a
+    bootstrap of a single positive (or negative) can only copy it, giving a spurious [1, 1]."""
+    return min(data.positives, data.negatives) >= 2
+
+
+def _interval_or_nan(values: tuple[float, ...], data: Data) -> tuple[float, ...]:
+    """(estimate, low, high, ...) with everything after the estimate NaN when too few rows."""
+    if has_intervals(data):
+        return values
+    return (values[0],) + (float("nan"),) * (len(values) - 1)
+
+
+def evaluate_operating_points(
+    scores: np.ndarray, labels: np.ndarray, metadata: Metadata, is_probability: bool
+) -> tuple[OperatingPoint, ...]:
+    """Counts and rates at the given threshold and at those that maximise F1/F2 or min cost."""
+    cost_fp, cost_fn = metadata.cost_fp, metadata.cost_fn
+    choices = [("given", metadata.threshold)]
+    for beta, rule in ((1.0, "max_f1"), (2.0, "max_f2")):
+        choices.append((rule, number(jm.max_f_beta(scores, labels, beta=beta).threshold)))
+    if cost_fp is not None and cost_fn is not None:
+        best = jm.min_expected_cost(scores, labels, cost_fp=cost_fp, cost_fn=cost_fn)
+        choices.append(("min_cost", number(best.threshold)))
+        if is_probability:
+            choices.append(("bayes", float(jm.bayes_threshold(cost_fp=cost_fp, cost_fn=cost_fn))))
+    thresholds = np.array([t for _, t in choices], np.float64)
+    counts = jm.confusion_counts(scores, labels, thresholds)
+    tp, fp, fn, tn = (np.asarray(c).astype(np.int64) for c in counts)
+    rates = {
+        "accuracy": jm.accuracy(counts),
+        "precision": jm.precision(counts),
+        "recall": jm.recall(counts),
+        "specificity": jm.specificity(counts),
+        "f1": jm.f_beta(counts),
+        "f2": jm.f_beta(counts, beta=2.0),
+    }
+    rates = {name: numbers(values) for name, values in rates.items()}
+    recall_interval = jm.wilson_interval(tp, tp + fn)  # tp + fn: every positive, never 0
+    predicted = tp + fp
+    precision_interval = jm.wilson_interval(tp, np.maximum(predicted, 1))
+    points = []
+    for i, (rule, threshold) in enumerate(choices):
+        precision_wilson = (
+            (number(precision_interval[0][i]), number(precision_interval[1][i]))
+            if predicted[i]
+            else (float("nan"), float("nan"))
+        )
+        cost = None
+        if cost_fp is not None and cost_fn is not None:
+            cost = (cost_fp * int(fp[i]) + cost_fn * int(fn[i])) / int(labels.size)
+        points.append(
+            OperatingPoint(
+                rule=rule,
+                threshold=threshold,
+                tp=int(tp[i]),
+                fp=int(fp[i]),
+                fn=int(fn[i]),
+                tn=int(tn[i]),
+                **{name: values[i] for name, values in rates.items()},
+                recall_wilson=(number(recall_interval[0][i]), number(recall_interval[1][i])),
+                precision_wilson=precision_wilson,
+                cost_per_sample=cost,
+            )
+        )
+    return tuple(points)
+
+
+def evaluate_calibration(scores: np.ndarray, labels: np.ndarray, num_bins: int) -> Calibration:
+    """Brier, log loss, and the ECE over the very bins of the reliability table."""
+    table = jm.reliability_bins(scores, labels, num_bins=num_bins)
+    # the nominal edges k / num_bins: the library's float32 edges are these rounded down
+    edges = tuple(k / num_bins for k in range(num_bins + 1))
+    columns = [numbers(c) for c in (table.mean_predicted, table.fraction_positive, table.low)]
+    high = numbers(table.high)
+    bins = tuple(
+        ReliabilityBin(
+            bin=(edges[b], edges[b + 1]),
+            count=int(table.count[b]),
+            mean_predicted=columns[0][b],
+            fraction_positive=columns[1][b],
+            low=columns[2][b],
+            high=high[b],
+        )
+        for b in range(num_bins)
+    )
+    return Calibration(
+        brier=number(jm.brier_score(scores, labels)),
+        log_loss=number(jm.log_loss(scores, labels)),
+        ece=number(jm.expected_calibration_error(scores, labels, num_bins=num_bins)),
+        num_bins=num_bins,
+        reliability=bins,
+    )
+
+
+def _thin(*columns: np.ndarray) -> list[tuple[float, ...]]:
+    """At most `MAX_CURVE_POINTS` points, evenly spaced along the curve, both ends kept."""
+    size = columns[0].shape[0]
+    keep = np.unique(np.linspace(0, size - 1, min(size, MAX_CURVE_POINTS)).round().astype(int))
+    return [numbers(c[keep]) for c in columns]
+
+
+def evaluate_curves(scores: np.ndarray, labels: np.ndarray) -> tuple[RocPoints, PrPoints]:
+    roc = jm.roc_curve(scores, labels)
+    valid = np.asarray(roc.valid)
+    fpr, tpr, thresholds = (np.asarray(a)[valid] for a in (roc.fpr, roc.tpr, roc.thresholds))
+    pr = jm.precision_recall_curve(scores, labels)
+    valid = np.asarray(pr.valid)
+    recall, precision, pr_thresholds = (
+        np.asarray(a)[valid] for a in (pr.recall, pr.precision, pr.thresholds)
+    )
+    roc_points = RocPoints(*_thin(fpr, tpr, thresholds))
+    pr_points = PrPoints(*_thin(recall, precision, pr_thresholds))
+    return roc_points, pr_points
+
+
+class Ranking(NamedTuple):
+    """Each model's ROC AUC and AP with intervals, and the bootstrap samples they came from (the
+    paired comparison reuses them: both models were scored on the same resamples)."""
+
+    roc_auc: list[AucInterval]
+    average_precision: list[Interval]
+    auc_samples: jm.BootstrapResult
+    ap_samples: jm.BootstrapResult
+
+
+def evaluate_ranking(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    data: Data,
+    metadata: Metadata,
+    progress: Progress | None = None,
+) -> Ranking:
+    """Bootstrap (percentile) intervals of ROC AUC and AP, and DeLong's interval of the AUC."""
+
+    def bootstrap(metric, label):
+        tick = None if progress is None else (lambda done, total: progress(label, done, total))
+        key = seed_key(metadata.seed)
+        return jm.bootstrap(
+            metric, scores, labels, key=key, num_resamples=metadata.resamples, progress=tick
+        )
+
+    auc, ap = bootstrap(jm.roc_auc, "ROC AUC"), bootstrap(jm.average_precision, "average precision")
+    nan = [float("nan")] * scores.shape[0]
+    delong_low, delong_high = nan, nan
+    if has_intervals(data):
+        delong = jm.delong(scores, labels)
+        delong_low, delong_high = numbers(delong.low), numbers(delong.high)
+    aucs, aps = [], []
+    for m in range(scores.shape[0]):
+        estimate = numbers([auc.estimate[m], auc.low[m], auc.high[m]])
+        aucs.append(
+            AucInterval(
+                *_interval_or_nan(estimate, data),
+                delong_low[m],
+                delong_high[m],
+                int(auc.num_undefined[m]),
+            )
+        )
+        estimate = numbers([ap.estimate[m], ap.low[m], ap.high[m]])
+        aps.append(Interval(*_interval_or_nan(estimate, data), int(ap.num_undefined[m])))
+    return Ranking(aucs, aps, auc, ap)
+
+
+def evaluate_comparison(
+    scores: np.ndarray, labels: np.ndarray, names: list[str], ranking: Ranking, data: Data
+) -> tuple[Comparison, ...]:
+    """Every pair of models on the same rows: paired bootstrap differences and DeLong's test."""
+    comparisons = []
+    for first in range(len(names)):
+        for second in range(first + 1, len(names)):
+            test = [float("nan")] * 4
+            if has_intervals(data):
+                test = numbers(jm.delong_test(scores[first], scores[second], labels))
+            pair = dict(first=first, second=second)
+            auc_difference = jm.paired_difference(ranking.auc_samples, **pair)
+            ap_difference = jm.paired_difference(ranking.ap_samples, **pair)
+            comparisons.append(
+                Comparison(
+                    names[first],
+                    names[second],
+                    AucDifference(*_interval_or_nan(numbers(auc_difference), data), *test),
+                    Difference(*_interval_or_nan(numbers(ap_difference), data)),
+                )
+            )
+    return tuple(comparisons)
+
+
+def evaluate(table: Table, metadata: Metadata, *, progress: Progress | None = None) -> Report:
+    """Every number of the report (what --json writes) for `table`, as `metadata` says."""
+    labels, names = table.labels, list(table.models)
+    scores = np.stack([table.models[name] for name in names]).astype(np.float64)
+    data = evaluate_data(labels)
+    ranking = evaluate_ranking(scores, labels, data, metadata, progress)
+    is_probability = bool(np.all((scores >= 0) & (scores <= 1)))
+    models = {}
+    for m, name in enumerate(names):
+        calibration = None
+        if is_probability:
+            calibration = evaluate_calibration(scores[m], labels, metadata.calibration_bins)
+        roc_points, pr_points = evaluate_curves(scores[m], labels)
+        models[name] = ModelReport(
+            roc_auc=ranking.roc_auc[m],
+            average_precision=ranking.average_precision[m],
+            thresholds=evaluate_operating_points(scores[m], labels, metadata, is_probability),
+            calibration=calibration,
+            roc_curve=roc_points,
+            precision_recall_curve=pr_points,
+        )
+    comparison = evaluate_comparison(scores, labels, names, ranking, data)
+    return Report(metadata, data, models, comparison)

@@ -1,0 +1,296 @@
+"""Reading the user's table: CSV/TSV, .npz or .parquet into labels and float64 score columns.
+
+numpy and the standard library only, so a bad file fails fast, before any JAX work. Every problem
+raises `ReportError` with one line naming the file, the column and the line (CSV) or index (.npz,
+.parquet) where it was found.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import zipfile
+import zlib
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+# The largest float32: the library's jitted paths compute in float32, where a larger score is inf.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+_TRUE = {"1", "1.0", "true", "t", "yes", "y"}
+_FALSE = {"0", "0.0", "false", "f", "no", "n"}
+_MISSING = {"", "nan", "na", "n/a", "null", "none"}
+# csv's default field limit (131,072 characters) would fail long fields with csv's own error; a
+# long field is read and then judged like any other.
+csv.field_size_limit(2**31 - 1)
+
+
+class ReportError(Exception):
+    """A problem with the user's input or options: printed as one line, exit status 2."""
+
+
+class Table(NamedTuple):
+    """Labels (int32, 1 = positive) and each score column (float64), in the file's order."""
+
+    labels: np.ndarray
+    models: dict[str, np.ndarray]
+
+
+class _Column(NamedTuple):
+    """One column's cells and how to name the position of each (for messages)."""
+
+    cells: list | np.ndarray
+    lines: list[int] | None  # CSV: the file line of each cell
+    unit: str  # otherwise "index" (.npz) or "row" (.parquet)
+
+    def where(self, index: int) -> str:
+        return f"line {self.lines[index]}" if self.lines is not None else f"{self.unit} {index}"
+
+
+def _show(cell: object, limit: int = 40) -> str:
+    """A cell as it appears in a message: quoted, and cut short if long."""
+    text = repr(cell)
+    return text if len(text) <= limit else f"{text[: limit - 5]}...' ({len(str(cell))} characters)"
+
+
+def _duplicates_check(path: Path, header: list[str], wanted: list[str]) -> None:
+    for name in dict.fromkeys(wanted):
+        fields = [i + 1 for i, h in enumerate(header) if h == name]
+        if len(fields) > 1:
+            listed = ", ".join(str(f) for f in fields)
+            raise ReportError(
+                f"{path}: column {name!r} appears {len(fields)} times in the "
+                f"header (fields {listed}); rename the copies"
+            )
+
+
+def _delimiter(path: Path, sample: str) -> str:
+    if path.suffix.lower() in (".tsv", ".tab"):
+        return "\t"
+    if path.suffix.lower() == ".csv":
+        return ","
+    try:
+        return csv.Sniffer().sniff(sample, delimiters=",\t;").delimiter
+    except csv.Error:
+        return ","
+
+
+def _read_text(path: Path, wanted: list[str]) -> dict[str, _Column]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise ReportError(f"{path}: not a UTF-8 text file (CSV/TSV, .npz or .parquet)") from None
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(path, text[:4096]))
+    try:
+        header = [name.strip() for name in next(reader, [])]
+        if not header:
+            raise ReportError(f"{path}: the file is empty (no header row)")
+        _duplicates_check(path, header, wanted)
+        _missing_check(path, wanted, header)
+        names = list(dict.fromkeys(wanted))
+        positions = [header.index(name) for name in names]
+        cells: list[list[str]] = [[] for _ in names]
+        lines: list[int] = []  # shared by the columns: the file line of each kept row
+        for row in reader:
+            if not "".join(row).strip():
+                continue  # a blank line
+            if len(row) != len(header):
+                raise ReportError(
+                    f"{path}: line {reader.line_num} has {len(row)} fields, the header has "
+                    f"{len(header)}"
+                )
+            lines.append(reader.line_num)
+            for column, position in zip(cells, positions):
+                column.append(row[position])
+    except csv.Error as error:
+        raise ReportError(f"{path}: line {reader.line_num}: not valid CSV ({error})") from None
+    return {name: _Column(column, lines, "line") for name, column in zip(names, cells)}
+
+
+def _read_npz(path: Path, wanted: list[str]) -> dict[str, _Column]:
+    broken = (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error)
+    try:
+        data = np.load(path, allow_pickle=False)
+    except broken as error:
+        raise ReportError(f"{path}: not a readable .npz file ({error})") from None
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise ReportError(
+            f"{path}: holds a single array (.npy), not named arrays (.npz); save "
+            f"the columns with numpy.savez(path, label=..., score=...)"
+        )
+    with data:
+        _missing_check(path, wanted, data.files)
+        columns = {}
+        for name in dict.fromkeys(wanted):
+            try:
+                array = data[name]
+            except broken as error:
+                raise ReportError(f"{path}: array {name!r} is unreadable ({error})") from None
+            if array.ndim != 1:
+                raise ReportError(
+                    f"{path}: array {name!r} has shape {array.shape}; each column "
+                    f"must be a 1-D array"
+                )
+            columns[name] = _Column(array, None, "index")
+    return columns
+
+
+def _read_parquet(path: Path, wanted: list[str]) -> dict[str, _Column]:
+    try:
+        import pyarrow.parquet as parquet
+    except ImportError:
+        raise ReportError(f"{path}: reading Parquet needs pyarrow (pip install pyarrow)") from None
+    try:
+        table = parquet.read_table(path)
+    except Exception as error:  # pyarrow raises its own ArrowInvalid/ArrowIOError family
+        raise ReportError(f"{path}: not a readable Parquet file ({error})") from None
+    _duplicates_check(path, table.column_names, wanted)
+    _missing_check(path, wanted, table.column_names)
+    return {name: _Column(table.column(name).to_pylist(), None, "row") for name in wanted}
+
+
+def _missing_check(path: Path, wanted: list[str], available: list[str]) -> None:
+    for name in wanted:
+        if name not in available:
+            listed = ", ".join(repr(c) for c in available) or "none"
+            raise ReportError(f"{path}: no column {name!r} (columns: {listed})")
+
+
+def _labels(column: _Column, name: str, path: Path, positive: str | None) -> np.ndarray:
+    """0/1 labels; the first problem in file order is the one reported."""
+    cells = column.cells
+    texts = cells.astype(str) if isinstance(cells, np.ndarray) else np.array(cells, dtype=str)
+    values, first_row, inverse = np.unique(texts, return_index=True, return_inverse=True)
+    stripped = [str(v).strip() for v in values]
+    problems = []  # (row, message) for each distinct bad value
+    code = np.zeros(len(values), np.int32)
+    negatives = []
+    for k, text in enumerate(stripped):
+        if text.lower() in _MISSING and text != positive:
+            problems.append(
+                (first_row[k], f"label is missing ({_show(text)}); every row needs one")
+            )
+        elif positive is None:
+            if text.lower() in _TRUE:
+                code[k] = 1
+            elif text.lower() not in _FALSE:
+                problems.append(
+                    (
+                        first_row[k],
+                        f"label {_show(text)} is not 0/1 or true/false (name the "
+                        "positive class with --positive)",
+                    )
+                )
+        elif text == positive:
+            code[k] = 1
+        else:
+            negatives.append((first_row[k], text))
+    # the negative class is the first other name in the file; a later second one is a third class
+    negatives.sort()
+    if len({text for _, text in negatives}) > 1:
+        negative = negatives[0][1]
+        row, third = next((row, text) for row, text in negatives if text != negative)
+        problems.append(
+            (
+                row,
+                f"label {_show(third)} is a third class (positive {positive!r}, negative "
+                f"{negative!r})",
+            )
+        )
+    if problems:
+        row, message = min(problems, key=lambda problem: problem[0])
+        raise ReportError(f"{path}: column {name!r}, {column.where(int(row))}: {message}")
+    labels = code[inverse.reshape(-1)]
+    present = set(np.unique(labels).tolist())
+    if len(present) < 2:
+        only = "positive" if present == {1} else "negative"
+        raise ReportError(
+            f"{path}: column {name!r}: only one class present (all {len(labels)} "
+            f"rows are {only}); ROC AUC and precision need both"
+        )
+    return labels
+
+
+def _scores(column: _Column, name: str, path: Path) -> np.ndarray:
+    cells = column.cells
+    try:
+        scores = np.asarray(cells, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        for i, cell in enumerate(cells):  # find the first cell that is not a number
+            try:
+                float(cell)
+            except (TypeError, ValueError, OverflowError):
+                empty = cell is None or not str(cell).strip()
+                what = "is empty" if empty else f"{_show(cell)} is not a number"
+                raise ReportError(
+                    f"{path}: column {name!r}, {column.where(i)}: score {what}"
+                ) from None
+        raise  # numpy refused what Python reads: not expected
+    if scores.ndim != 1:
+        raise ReportError(f"{path}: column {name!r} does not hold one number per row")
+    bad = ~np.isfinite(scores) | (np.abs(scores) > FLOAT32_MAX)
+    if bad.any():
+        i = int(np.argmax(bad))
+        shown = _show(cells[i] if isinstance(cells, list) else scores[i].item())
+        problem = (
+            "is not finite"
+            if not math.isfinite(scores[i])
+            else f"overflows float32 (magnitude above {FLOAT32_MAX:.4g})"
+        )
+        raise ReportError(f"{path}: column {name!r}, {column.where(i)}: score {shown} {problem}")
+    return scores
+
+
+def load_table(
+    path: str | Path, label: str, scores: list[str], *, positive: str | None = None
+) -> Table:
+    """Labels and score columns of a CSV, TSV, .npz or .parquet file, checked."""
+    path = Path(path)
+    if not scores:
+        raise ReportError("give at least one --score column")
+    for name in scores:
+        if scores.count(name) > 1:
+            raise ReportError(f"--score {name!r} is given {scores.count(name)} times")
+    if not path.exists():
+        raise ReportError(f"{path}: no such file")
+    if path.is_dir():
+        raise ReportError(f"{path}: is a directory, not a data file")
+    wanted = [label, *scores]
+    suffix = path.suffix.lower()
+    if suffix == ".npz":
+        columns = _read_npz(path, wanted)
+    elif suffix == ".parquet":
+        columns = _read_parquet(path, wanted)
+    else:
+        columns = _read_text(path, wanted)
+    lengths = {name: len(columns[name].cells) for name in wanted}
+    if len(set(lengths.values())) > 1:
+        listed = ", ".join(f"{name!r} has {n}" for name, n in lengths.items())
+        raise ReportError(f"{path}: columns have different lengths ({listed})")
+    if lengths[label] == 0:
+        raise ReportError(f"{path}: the table is empty (no data rows)")
+    labels = _labels(columns[label], label, path, positive)
+    return Table(labels, {name: _scores(columns[name], name, path) for name in scores})
+
+
+def demo_data(seed: int = 0, num_samples: int = 4000) -> Table:
+    """Seed 000's classifiers A and B at 5% prevalence, as probabilities.
+
+    Negatives score N(0, 1); positives N(1.5, 1) for A and N(1.5, 2^2) for B. A wins on ROC AUC
+    (0.856 in the population), B, whose positives spread far above the negatives, on average
+    precision. Both are mapped to probabilities with A's Bayes posterior,
+    sigmoid(1.5 s - 1.125 + logit(0.05)), so A is calibrated and B is not.
+    """
+    rng = np.random.default_rng(seed)
+    labels = (rng.random(num_samples) < 0.05).astype(np.int32)
+    noise = rng.normal(size=(2, num_samples))
+    raw = {
+        "A": np.where(labels == 1, 1.5 + noise[0], noise[0]),
+        "B": np.where(labels == 1, 1.5 + 2.0 * noise[1], noise[1]),
+    }
+    intercept = -1.125 + math.log(0.05 / 0.95)
+    return Table(
+        labels, {name: 1 / (1 + np.exp(-(1.5 * s + intercept))) for name, s in raw.items()}
+    )

@@ -1,0 +1,179 @@
+"""The report's numbers as typed results: `evaluate` builds them, `render` and `plots` read them.
+
+Every field is a plain Python value (float, int, str, tuple or another of these tuples), so
+`to_json` is a recursive `_asdict()`. Undefined values are NaN here and null in the JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, NamedTuple
+
+
+class Metadata(NamedTuple):
+    """What was evaluated and how: enough to rerun the report."""
+
+    file: str | None  # None for --demo
+    label_column: str | None
+    score_columns: tuple[str, ...]
+    positive_class: str | None  # None: labels were 0/1 or true/false
+    threshold: float
+    cost_fp: float | None
+    cost_fn: float | None
+    resamples: int
+    seed: int
+    calibration_bins: int
+    jaxmetrics_version: str
+
+
+class Data(NamedTuple):
+    samples: int
+    positives: int
+    negatives: int
+    prevalence: float
+    majority_baseline_accuracy: float
+
+
+class AucInterval(NamedTuple):
+    """ROC AUC with its bootstrap percentile interval and DeLong's interval.
+
+    Both intervals are NaN with fewer than two positives or two negatives (also in `Interval`,
+    `AucDifference` and `Difference`).
+    """
+
+    estimate: float
+    low: float
+    high: float
+    delong_low: float
+    delong_high: float
+    undefined_resamples: int  # resamples with one class drawn, left out of the interval
+
+
+class Interval(NamedTuple):
+    """A metric with its bootstrap percentile interval."""
+
+    estimate: float
+    low: float
+    high: float
+    undefined_resamples: int
+
+
+class OperatingPoint(NamedTuple):
+    """Confusion counts and rates at one threshold (predicted positive iff score >= threshold)."""
+
+    rule: str  # "given", "max_f1", "max_f2", "min_cost" or "bayes"
+    threshold: float
+    tp: int
+    fp: int
+    fn: int
+    tn: int
+    accuracy: float
+    precision: float
+    recall: float
+    specificity: float
+    f1: float
+    f2: float
+    recall_wilson: tuple[float, float]
+    precision_wilson: tuple[float, float]  # NaN when nothing is predicted positive
+    cost_per_sample: float | None  # None without --cost-fp/--cost-fn
+
+
+class ReliabilityBin(NamedTuple):
+    bin: tuple[float, float]  # (low edge, high edge]
+    count: int
+    mean_predicted: float  # NaN for an empty bin
+    fraction_positive: float
+    low: float  # Wilson 95% interval of fraction_positive
+    high: float
+
+
+class Calibration(NamedTuple):
+    """Brier score, log loss, and ECE over the same equal-width bins as the reliability table."""
+
+    brier: float
+    log_loss: float
+    ece: float
+    num_bins: int
+    reliability: tuple[ReliabilityBin, ...]
+
+
+class RocPoints(NamedTuple):
+    """The ROC curve's points, highest threshold first, as scikit-learn's `roc_curve`.
+
+    Both curves keep at most `evaluate.MAX_CURVE_POINTS` points, evenly spaced along the curve.
+    """
+
+    fpr: tuple[float, ...]
+    tpr: tuple[float, ...]
+    thresholds: tuple[float, ...]  # the first is +inf (null in the JSON): nothing predicted
+
+
+class PrPoints(NamedTuple):
+    """The precision-recall curve's points as scikit-learn orders them: lowest threshold first,
+    ending at (recall 0, precision 1) at threshold +inf. Plot as steps-post."""
+
+    recall: tuple[float, ...]
+    precision: tuple[float, ...]
+    thresholds: tuple[float, ...]
+
+
+class ModelReport(NamedTuple):
+    roc_auc: AucInterval
+    average_precision: Interval
+    thresholds: tuple[OperatingPoint, ...]
+    calibration: Calibration | None  # None when the scores are not all in [0, 1]
+    roc_curve: RocPoints
+    precision_recall_curve: PrPoints
+
+
+class AucDifference(NamedTuple):
+    """ROC AUC of first minus second: paired bootstrap and DeLong's paired test."""
+
+    estimate: float
+    low: float
+    high: float
+    bootstrap_p_value: float
+    delong_z: float
+    delong_p_value: float
+    delong_low: float
+    delong_high: float
+
+
+class Difference(NamedTuple):
+    estimate: float
+    low: float
+    high: float
+    bootstrap_p_value: float
+
+
+class Comparison(NamedTuple):
+    first: str
+    second: str
+    roc_auc_difference: AucDifference
+    average_precision_difference: Difference
+
+
+class Report(NamedTuple):
+    metadata: Metadata
+    data: Data
+    models: dict[str, ModelReport]
+    comparison: tuple[Comparison, ...]  # every pair of models, in the order given
+
+
+def plain(value: Any) -> Any:
+    """`value` as JSON-ready Python: tuples to dicts and lists, NaN and infinities to None."""
+    if isinstance(value, tuple) and hasattr(value, "_asdict"):
+        return {key: plain(item) for key, item in value._asdict().items()}
+    if isinstance(value, dict):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [plain(item) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def to_json(report: Report) -> str:
+    """The --json document: strict JSON (no NaN), undefined values as null."""
+    return json.dumps(plain(report), indent=2, allow_nan=False) + "\n"
