@@ -106,19 +106,21 @@ def sorted_metric(
     scores: Any,
     labels: Any,
     sample_weight: Any = None,
-    *,
+    *extra: Any,
     per_point: bool = False,
     **options: Any,
 ) -> tuple[Any, validation.ScoreCodec]:
     """Check, encode, run and mark a sort-based binary metric (see the module docstring).
 
-    Returns the kernel's result over the batch axes, with bad batch elements marked, and the
-    codec that decodes score-valued results back into the input's values.
+    `extra` arrays are passed to the kernel unmapped and traced (so a new value of them needs
+    no new compilation, unlike `options`, which are static). Returns the kernel's result over
+    the batch axes, with bad batch elements marked, and the codec that decodes score-valued
+    results back into the input's values.
     """
     scores, labels, weights, invalid, codec = validation.ranking_inputs(
         scores, labels, sample_weight
     )
-    result = run_kernel(kernel, scores, labels, weights, per_point=per_point, **options)
+    result = run_kernel(kernel, scores, labels, weights, *extra, per_point=per_point, **options)
     return validation.nan_where(invalid, result), codec
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax.numpy as jnp
+import numpy as np
 
 from jaxmetrics._src import recipe, sorting, validation
 from jaxmetrics._src.counts import safe_divide
@@ -62,11 +63,11 @@ def _search_kernel(
     scores: Array,
     labels: Array,
     weights: Array | None,
+    parameters: Array,
     *,
     objective: Callable[..., tuple[Array, Array]],
     flag_nothing: Callable[..., Array] | None,
     prefer_low_threshold: bool,
-    parameters: tuple,
 ) -> tuple[Array, Array]:
     ranked, _, groups = sorting.rank_and_tally(scores, labels, weights)
     value, feasible = objective(groups, *parameters)
@@ -102,18 +103,19 @@ def _search(
     Over the distinct scores; infeasible everywhere gives (NaN, NaN). Ties in value go to the
     lowest threshold when `prefer_low_threshold`, else to the highest. ``flag_nothing(groups,
     *parameters) -> value``, when given, scores the threshold +inf, which wins only if strictly
-    better. `objective` and `flag_nothing` are module-level functions and `parameters` plain
-    floats, so an eager call compiles once per bucket of sizes.
+    better. `objective` and `flag_nothing` are module-level functions and `parameters` an array
+    traced into the program, so an eager call compiles once per objective and bucket of sizes
+    (F1 and F2 share one program).
     """
     (value, threshold), codec = recipe.sorted_metric(
         _search_kernel,
         scores,
         labels,
         sample_weight,
+        np.asarray(parameters, validation.float_dtype()),
         objective=objective,
         flag_nothing=flag_nothing,
         prefer_low_threshold=prefer_low_threshold,
-        parameters=tuple(float(x) for x in parameters),
     )
     return ThresholdChoice(value, codec.decode(threshold))
 
@@ -125,12 +127,16 @@ def _rates(groups: sorting.Groups) -> tuple[Array, Array, Array, Array]:
     return tp, fp, p - tp, groups.total_negative.astype(dtype)
 
 
-def _f_beta_objective(groups: sorting.Groups, beta: float) -> tuple[Array, Array]:
+def _f_beta_objective(groups: sorting.Groups, beta: Array) -> tuple[Array, Array]:
     tp, fp, fn, _ = _rates(groups)
-    if math.isinf(beta):  # the limit is recall
-        return safe_divide(tp, tp + fn, jnp.nan), True
     scale = 1 + beta * beta
     return safe_divide(scale * tp, scale * tp + beta * beta * fn + fp, jnp.nan), True
+
+
+def _recall_only(groups: sorting.Groups) -> tuple[Array, Array]:
+    """F-beta's limit as beta grows: recall."""
+    tp, _, fn, _ = _rates(groups)
+    return safe_divide(tp, tp + fn, jnp.nan), True
 
 
 def _recall_objective(groups: sorting.Groups, min_precision: float) -> tuple[Array, Array]:
@@ -216,6 +222,8 @@ def max_f_beta(
     """
     if not beta >= 0:
         raise ValueError(f"`beta` must be >= 0; got {beta}.")
+    if math.isinf(beta):
+        return _search(scores, labels, sample_weight, _recall_only, prefer_low_threshold=True)
     return _search(
         scores, labels, sample_weight, _f_beta_objective, beta, prefer_low_threshold=True
     )
