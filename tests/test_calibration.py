@@ -1,6 +1,7 @@
 import math
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from sklearn import metrics as skm
@@ -130,3 +131,119 @@ def test_regression_batched_and_bad_input(rng):
     assert math.isnan(float(jm.r2_score(np.ones(4), np.ones(4))))
     with pytest.raises(ValueError, match="`targets` must be finite; found NaN at index 2"):
         jm.root_mean_squared_error(np.ones(3), np.array([1.0, 2.0, np.nan]))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_float64_input_matches_sklearns_float64_results(rng, weighted):
+    probs = rng.random(400)
+    probs[:8] = [0.0, 1.0, 1e-13, 1 - 1e-13, 5e-13, 1 - 5e-13, 1e-300, 0.5]
+    labels = rng.integers(0, 2, 400)
+    labels[:8] = [1, 0, 1, 0, 0, 1, 1, 0]  # confident mistakes: the float64 eps decides
+    weights = rng.random(400) if weighted else None
+    assert float(jm.log_loss(probs, labels, sample_weight=weights)) == pytest.approx(
+        skm.log_loss(labels, probs, sample_weight=weights), rel=1e-6
+    )
+    assert float(jm.brier_score(probs, labels, sample_weight=weights)) == pytest.approx(
+        skm.brier_score_loss(labels, probs, sample_weight=weights), rel=1e-6
+    )
+    # sklearn's own example of the float64 clip: log(2.2e-16) for the first sample
+    assert float(jm.log_loss(np.array([0.0, 0.5]), np.array([1, 0]))) == pytest.approx(
+        skm.log_loss([1, 0], np.array([0.0, 0.5])), rel=1e-6
+    )
+    assert float(jm.log_loss(np.array([0.0, 0.5]), np.array([1, 0]))) == pytest.approx(
+        18.3684, abs=1e-4
+    )
+    # float32 input is clipped with the float32 eps, as sklearn does for float32
+    p32 = probs.astype(np.float32)
+    assert float(jm.log_loss(p32, labels)) == pytest.approx(skm.log_loss(labels, p32), rel=1e-5)
+
+
+def test_float64_batched_input(rng):
+    probs = rng.random((2, 50))
+    labels = rng.integers(0, 2, 50)
+    got = jm.log_loss(probs, labels)
+    assert got.shape == (2,)
+    np.testing.assert_allclose(got, [skm.log_loss(labels, p) for p in probs], rtol=1e-6)
+
+
+def test_float64_end_to_end_under_x64(rng, x64):
+    probs = rng.random((2, 50))
+    labels = rng.integers(0, 2, 50)
+    for metric in (jm.log_loss, jm.brier_score, jm.expected_calibration_error):
+        eager = metric(probs, labels)
+        jitted = jax.jit(metric)(probs, labels)
+        assert eager.dtype == jitted.dtype == np.float64
+        np.testing.assert_allclose(eager, jitted, rtol=1e-12)
+    np.testing.assert_allclose(
+        jax.jit(jm.log_loss)(probs, labels),
+        [skm.log_loss(labels, p) for p in probs],
+        rtol=1e-12,
+    )
+
+
+CALIBRATION = {
+    "brier_score": jm.brier_score,
+    "log_loss": jm.log_loss,
+    "expected_calibration_error": jm.expected_calibration_error,
+    "reliability_table": jm.reliability_table,
+    "reliability_bins": jm.reliability_bins,
+}
+
+
+@pytest.mark.parametrize("name", sorted(CALIBRATION))
+def test_closed_over_arrays_inside_jit_and_batch_axes_of_one(name):
+    metric = CALIBRATION[name]
+    probs = np.array([0.1, 0.7, 0.4, 0.9, 0.35])
+    labels = np.array([0, 1, 0, 1, 1])
+    eager = metric(probs, labels)
+    closed = jax.jit(lambda: metric(probs, labels))()
+    for a, b in zip(jax.tree_util.tree_leaves(eager), jax.tree_util.tree_leaves(closed)):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    one = metric(probs[None], labels[None])
+    for a, b in zip(jax.tree_util.tree_leaves(eager), jax.tree_util.tree_leaves(one)):
+        assert b.shape == (1, *np.shape(a))
+    # a bad constant is known at trace time, so it is raised on there
+    with pytest.raises(ValueError, match=r"`probs` must be probabilities in \[0, 1\]"):
+        jax.jit(lambda: metric(np.array([0.1, 1.5]), np.array([0, 1])))()
+
+
+@pytest.mark.parametrize("norm", ["l1", "l2", "max"])
+def test_ece_of_a_marked_batch_element_is_nan(norm):
+    probs = jnp.array([[0.1, 0.7, 0.4, 0.9], [0.1, jnp.nan, 0.4, 0.9]])
+    labels = jnp.array([0, 1, 0, 1])
+    got = jax.jit(lambda p, y: jm.expected_calibration_error(p, y, norm=norm))(probs, labels)
+    assert float(got[0]) == pytest.approx(
+        float(jm.expected_calibration_error(probs[0], labels, norm=norm))
+    )
+    assert math.isnan(float(got[1]))
+    table = jax.jit(jm.reliability_table)(probs, labels)
+    assert (np.asarray(table.count[1]) == -1).all() and np.isnan(table.fraction_positive[1]).all()
+    assert (np.asarray(table.count[0]) >= 0).all()
+
+
+def test_calibration_bad_values_name_the_argument():
+    with pytest.raises(
+        ValueError, match=r"`probs` must be probabilities in \[0, 1\]; found nan at index 1"
+    ):
+        jm.log_loss(np.array([0.2, np.nan]), [0, 1])
+    with pytest.raises(ValueError, match=r"`probs`.*found inf at index \(1, 0\)"):
+        jm.brier_score(np.array([[0.2, 0.3], [np.inf, 0.1]]), [0, 1])
+    with pytest.raises(ValueError, match=r"`labels` must contain only 0 and 1.*found 2 at index 1"):
+        jm.expected_calibration_error([0.2, 0.3], [0, 2])
+    with pytest.raises(ValueError, match=r"`sample_weight` must be non-negative; found -1.0"):
+        jm.log_loss([0.2, 0.3], [0, 1], sample_weight=[1.0, -1.0])
+    with pytest.raises(ValueError, match=r"`sample_weight` must be finite; found NaN"):
+        jm.brier_score([0.2, 0.3], [0, 1], sample_weight=[1.0, np.nan])
+    # a float64 value just above 1 is refused, not rounded into range by float32
+    with pytest.raises(ValueError, match="`probs`"):
+        jm.log_loss(np.array([0.2, 1 + 1e-12]), [0, 1])
+    with pytest.raises(TypeError, match="`num_bins` must be an int"):
+        jm.reliability_table([0.2, 0.3], [0, 1], num_bins=True)
+    with pytest.raises(ValueError, match="`strategy` must be one of"):
+        jm.reliability_table([0.2, 0.3], [0, 1], strategy="kmeans")
+    with pytest.raises(ValueError, match="`norm` must be one of"):
+        jm.expected_calibration_error([0.2, 0.3], [0, 1], norm="l3")
+    with pytest.raises(ValueError, match="`confidence`"):
+        jm.reliability_bins([0.2, 0.3], [0, 1], confidence=1.5)
+    table = jm.reliability_table([0.2, 0.3], [0, 1], num_bins=np.int64(2))
+    assert table.count.shape == (2,)

@@ -44,11 +44,51 @@ def test_binomial_intervals_batched_against_scipy():
             assert float(high[i]) == pytest.approx(ci.high, abs=2e-6)
 
 
-def test_binomial_bad_counts():
-    with pytest.raises(ValueError, match=r"`successes` must lie in \[0, trials\].*index \(1,\)"):
-        jm.wilson_interval([3, 9], [5, 8])
-    with pytest.raises(ValueError, match="`confidence`"):
-        jm.wilson_interval(3, 5, confidence=1.5)
+INTERVALS = [jm.wilson_interval, jm.agresti_coull_interval, jm.clopper_pearson_interval]
+
+
+@pytest.mark.parametrize("interval", INTERVALS)
+def test_binomial_bad_counts(interval):
+    with pytest.raises(
+        ValueError, match=r"`successes` must lie in \[0, trials\]; found 9 at index 1"
+    ):
+        interval([3, 9], [5, 8])
+    with pytest.raises(ValueError, match=r"`trials` must be positive counts; found 0 at index 0"):
+        interval([0, 1], [0, 8])
+    with pytest.raises(ValueError, match=r"`successes`.*found nan at index 1"):
+        interval(np.array([1.0, np.nan]), 5)
+    for confidence in (1.5, 0.0, 1.0):
+        with pytest.raises(ValueError, match=r"`confidence` must be in \(0, 1\)"):
+            interval(3, 5, confidence=confidence)
+    # under jit only the bad element is NaN
+    low, high = jax.jit(interval)(np.array([3, 9, 2]), np.array([5, 8, 4]))
+    expected_low, expected_high = interval(np.array([3, 2]), np.array([5, 4]))
+    np.testing.assert_allclose(low[::2], expected_low, rtol=1e-6)
+    np.testing.assert_allclose(high[::2], expected_high, rtol=1e-6)
+    assert np.isnan(low[1]) and np.isnan(high[1])
+
+
+@pytest.mark.parametrize("interval", INTERVALS)
+def test_binomial_bounds_lie_in_the_unit_interval(interval):
+    # the Wilson formula's lower bound at k = 0 is 0 only up to rounding (-1.5e-8 in float32)
+    successes = np.array([0, 0, 1, 5, 20, 19])
+    trials = np.array([5, 1, 1, 5, 20, 20])
+    low, high = interval(successes, trials)
+    assert (np.asarray(low) >= 0).all() and (np.asarray(high) <= 1).all()
+    assert float(low[0]) == 0.0 and float(high[3]) == 1.0
+    ci = stats.binomtest(0, 5).proportion_ci(method="wilson")
+    assert float(jm.wilson_interval(0, 5)[1]) == pytest.approx(ci.high, abs=2e-6)
+
+
+def test_hanley_mcneil_bad_input():
+    with pytest.raises(ValueError, match=r"`auc` must be in \[0, 1\]; found 1.5 at index 1"):
+        jm.hanley_mcneil_standard_error([0.7, 1.5], 10, 10)
+    with pytest.raises(ValueError, match=r"`num_negative` must be a class size >= 1; found 0"):
+        jm.hanley_mcneil_standard_error(0.7, 10, 0)
+    got = jax.jit(jm.hanley_mcneil_standard_error)(np.array([0.7, 1.5]), 10, 10)
+    assert float(got[0]) == pytest.approx(float(jm.hanley_mcneil_standard_error(0.7, 10, 10)))
+    assert np.isnan(got[1])
+    assert np.isnan(float(jm.hanley_mcneil_standard_error(np.nan, 10, 10)))  # undefined AUC
 
 
 def test_delong_on_asah_matches_proc():
@@ -126,3 +166,61 @@ def test_delong_needs_two_of_each_class():
         jm.delong([0.1, 0.5, 0.7], [0, 1, 1])
     with pytest.raises(ValueError, match="`scores_a` and `scores_b`"):
         jm.delong_test([0.1, 0.5, 0.7, 0.2], [0.1, 0.5, 0.7], [0, 1, 1, 0])
+
+
+def test_delong_marks_a_bad_model_under_jit():
+    scores, labels = asah()
+    bad = scores.copy()
+    bad[1, 4] = np.nan
+    result = jax.jit(jm.delong)(bad, labels)
+    good = jm.delong(scores[[0, 2]], labels)
+    for field in ("auc", "variance", "low", "high"):
+        values = np.asarray(getattr(result, field))
+        assert np.isnan(values[1]), field
+        np.testing.assert_allclose(values[[0, 2]], getattr(good, field), rtol=1e-6)
+    covariance = np.asarray(result.covariance)
+    assert np.isnan(covariance[1]).all() and np.isnan(covariance[:, 1]).all()
+    np.testing.assert_allclose(covariance[np.ix_([0, 2], [0, 2])], good.covariance, rtol=1e-6)
+    # a label outside {0, 1} poisons every model; a single NaN score the whole paired test
+    bad_labels = labels.copy()
+    bad_labels[3] = 2
+    assert np.isnan(np.asarray(jax.jit(jm.delong)(scores, bad_labels).covariance)).all()
+    test = jax.jit(jm.delong_test)(scores[0], bad[1], labels)
+    assert all(np.isnan(float(x)) for x in test)
+    with pytest.raises(ValueError, match=r"`scores_b` must be finite; found NaN at index 4"):
+        jm.delong_test(scores[0], bad[1], labels)
+    with pytest.raises(ValueError, match=r"`labels` must contain only 0 and 1.*found 2 at index 3"):
+        jm.delong(scores, bad_labels)
+    with pytest.raises(ValueError, match="`confidence`"):
+        jm.delong(scores, labels, confidence=1.5)
+
+
+def test_delong_test_of_models_that_order_every_pair_alike(rng):
+    labels = rng.integers(0, 2, 60)
+    scores_a = rng.permutation(60).astype(np.float32) / 8  # distinct, exact under 2 s + 1
+    test = jm.delong_test(scores_a, 2 * scores_a + 1, labels)
+    # pROC: roc.test gives Z = 0, p = 1 for two ROC curves with the same ordering
+    assert float(test.statistic) == 0.0 and float(test.p_value) == 1.0
+    assert float(test.low) == 0.0 and float(test.high) == 0.0
+    jitted = jax.jit(jm.delong_test)(scores_a, 2 * scores_a + 1, labels)
+    assert float(jitted.statistic) == 0.0 and float(jitted.p_value) == 1.0
+
+
+def test_delong_is_float64_end_to_end_under_x64(rng, x64):
+    labels = rng.integers(0, 2, 50)
+    scores = rng.normal(size=(2, 50)) + labels
+    result = jm.delong(scores, labels)
+    test = jm.delong_test(scores[0], scores[1], labels)
+    interval = jm.wilson_interval(np.array([3]), np.array([7]))
+    hanley = jm.hanley_mcneil_standard_error(0.8, 10, 12)
+    for value in (*result, *test, *interval, hanley):
+        assert value.dtype == np.float64
+    auc, covariance = structural_components_oracle(scores, labels)
+    np.testing.assert_allclose(result.auc, auc, rtol=1e-12)
+    np.testing.assert_allclose(result.covariance, covariance, rtol=1e-10)
+
+
+def test_delong_keeps_a_model_axis_of_one():
+    scores, labels = asah()
+    result = jm.delong(scores[:1], labels)
+    assert result.auc.shape == (1,) and result.covariance.shape == (1, 1)

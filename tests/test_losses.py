@@ -215,3 +215,48 @@ def test_loss_option_errors(rng):
     with pytest.raises(ValueError, match="`temperature`"):
         jl.soft_counts(logits, labels, temperature=0.0)
     assert not math.isnan(float(jl.pairwise_auc_loss(logits, np.zeros_like(labels))))
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_bad_values_raise_eagerly_and_mark_their_row_under_jit(rng, name):
+    loss = LOSSES[name]
+    logits, labels = problem(rng, n=20)
+    argument = "probs" if name == "auc_m" else "logits"
+    bad_logits = logits.copy()
+    bad_logits[5] = np.nan
+    with pytest.raises(ValueError, match=rf"`{argument}` must be finite; found nan at index 5"):
+        loss(bad_logits, labels)
+    bad_labels = labels.copy()
+    bad_labels[3] = 2
+    with pytest.raises(ValueError, match=r"`labels` must contain only 0 and 1.*index 3"):
+        loss(logits, bad_labels)
+    weights = np.ones(20, np.float32)
+    weights[4] = -1.0
+    with pytest.raises(ValueError, match=r"`sample_weight` must be non-negative.*index 4"):
+        loss(logits, labels, sample_weight=weights)
+    both = np.stack([logits, bad_logits])
+    jitted = jax.jit(lambda s: loss(s, labels))(both)
+    assert float(jitted[0]) == pytest.approx(float(loss(logits, labels)), rel=1e-5, abs=1e-6)
+    assert math.isnan(float(jitted[1]))
+    mapped = jax.vmap(lambda y: loss(logits, y))(np.stack([labels, bad_labels]))
+    assert float(mapped[0]) == pytest.approx(float(loss(logits, labels)), rel=1e-5, abs=1e-6)
+    assert math.isnan(float(mapped[1]))
+
+
+def test_soft_counts_of_a_bad_row_are_nan_and_options_are_checked(rng):
+    logits, labels = problem(rng, n=20)
+    bad = logits.copy()
+    bad[2] = np.inf
+    counts = jax.jit(jl.soft_counts)(np.stack([logits, bad]), labels)
+    assert all(np.isfinite(float(c[0])) and np.isnan(float(c[1])) for c in counts)
+    assert jl.soft_counts(logits[None], labels).tp.shape == (1,)
+    with pytest.raises(ValueError, match="`temperature`"):
+        jl.smooth_ap_loss(logits, labels, temperature=float("nan"))
+    with pytest.raises(ValueError, match="`min_precision` must be in"):
+        jl.recall_at_precision_objective(logits, labels, 0.5, min_precision=1.5)
+
+
+def test_losses_are_float64_under_x64(rng, x64):
+    logits, labels = problem(rng, n=20)
+    for name, loss in LOSSES.items():
+        assert loss(logits.astype(np.float64), labels).dtype == np.float64, name

@@ -87,8 +87,11 @@ def test_class_index_errors():
         jm.confusion_matrix([0, 1, 2], [0, 1, 3], num_classes=3)
     with pytest.raises(TypeError, match="`predictions` must hold integer class indices"):
         jm.confusion_matrix([0.0, 1.0], [0, 1], num_classes=2)
-    with pytest.raises(ValueError, match="`num_classes`"):
+    with pytest.raises(TypeError, match="`num_classes` must be an int >= 2"):
         jm.confusion_matrix([0, 1], [0, 1], num_classes=None)
+    with pytest.raises(ValueError, match="`num_classes` must be an int >= 2"):
+        jm.confusion_matrix([0, 1], [0, 1], num_classes=1)
+    assert jm.confusion_matrix([0, 1], [0, 1], num_classes=np.int64(2)).shape == (2, 2)
     matrix = jax.jit(lambda p, t: jm.confusion_matrix(p, t, num_classes=2))(
         jnp.array([0, 1]), jnp.array([0, 5])
     )
@@ -146,3 +149,148 @@ def test_folds_pooled_versus_averaged():
     assert float(jm.over_folds(jm.accuracy, folds)) == float(jm.accuracy(jm.Counts(2, 1, 0, 1)))
     per_class = jm.Counts(*(jnp.ones((3, 2), jnp.int32) for _ in range(4)))
     assert float(jm.over_folds(jm.precision, per_class, average="macro")) == 0.5
+
+
+def test_marked_matrices_give_nan_downstream():
+    predictions = jnp.array([[0, 1, 2, 1], [0, 1, 2, 1]])
+    labels = jnp.array([[0, 1, 2, 2], [0, 1, 5, 2]])  # row 1 holds class 5 of 3
+    matrix = jax.jit(lambda p, t: jm.confusion_matrix(p, t, num_classes=3))(predictions, labels)
+    assert (np.asarray(matrix[1]) == -1).all()
+    good = skm.confusion_matrix(labels[0], predictions[0], labels=range(3))
+    np.testing.assert_array_equal(matrix[0], good)
+    kappa = jm.cohen_kappa(matrix)
+    assert float(kappa[0]) == pytest.approx(skm.cohen_kappa_score(labels[0], predictions[0]))
+    assert math.isnan(float(kappa[1]))
+    counts = jm.one_vs_rest(matrix)
+    assert all((np.asarray(c[1]) == -1).all() for c in counts)
+    report = jax.jit(lambda p, t: jm.classification_report(p, t, num_classes=3, zero_division=0.0))(
+        predictions, labels
+    )
+    assert math.isnan(float(report.accuracy[1])) and float(report.accuracy[0]) == 0.75
+    assert (np.asarray(report.support[1]) == -1).all()
+    for values in (report.precision, report.recall, report.f1):
+        assert np.isnan(values[1]).all() and not np.isnan(values[0]).any()
+    for average in (report.macro, report.weighted, report.micro):
+        assert all(math.isnan(float(v[1])) for v in average.values())
+    assert math.isnan(float(jm.matthews_corrcoef(matrix)[1]))
+    # folds: a marked fold poisons the pooled and the averaged rate
+    folds = jm.one_vs_rest(matrix)  # two folds, three classes
+    for pooled in (True, False):
+        assert math.isnan(float(jm.over_folds(jm.accuracy, folds, pooled=pooled, average="micro")))
+    assert math.isnan(float(jm.over_folds(jm.recall, folds, average="macro")))
+    binary = jm.Counts(
+        jnp.array([3, -1]), jnp.array([1, -1]), jnp.array([0, -1]), jnp.array([4, -1])
+    )
+    assert math.isnan(float(jm.over_folds(jm.precision, binary)))
+
+
+def test_ece_of_nan_probabilities_under_jit_and_kappa_of_huge_weights():
+    true = np.array([0, 1, 2, 2, 1, 0])
+    predicted = np.array([0, 2, 2, 1, 1, 0])
+    weights = np.full(6, 1e20)
+    matrix = jm.confusion_matrix(predicted, true, num_classes=3, sample_weight=weights)
+    assert np.isfinite(np.asarray(matrix)).all()
+    assert float(jm.cohen_kappa(matrix)) == pytest.approx(
+        skm.cohen_kappa_score(true, predicted), rel=1e-5
+    )
+    report = jm.classification_report(predicted, true, num_classes=3, sample_weight=weights)
+    assert float(report.accuracy) == pytest.approx(4 / 6)
+
+
+def test_integer_weights_never_overflow_into_the_marker():
+    big = np.array([2**32 - 1, 2**32 - 2], np.uint32)
+    with pytest.raises(ValueError, match=r"`sample_weight` must sum to at most.*int32"):
+        jm.confusion_matrix(np.array([0, 1]), np.array([0, 1]), num_classes=2, sample_weight=big)
+    fits = np.array([2**30, 2**29 + 3], np.uint32)
+    matrix = jm.confusion_matrix(
+        np.array([0, 1]), np.array([0, 1]), num_classes=2, sample_weight=fits
+    )
+    np.testing.assert_array_equal(matrix, [[2**30, 0], [0, 2**29 + 3]])
+    assert matrix.dtype == np.int32
+    # under jit the total is not known in advance: the batch element is marked instead
+    jitted = jax.jit(
+        lambda w: jm.confusion_matrix(
+            jnp.array([0, 1]), jnp.array([0, 1]), num_classes=2, sample_weight=w
+        )
+    )
+    assert (np.asarray(jitted(big)) == -1).all()
+    np.testing.assert_array_equal(jitted(fits), matrix)
+    # float weights count in float, and the rates follow
+    floats = np.array([0.5, 1e20])
+    np.testing.assert_allclose(
+        jm.confusion_matrix(
+            np.array([0, 1]), np.array([0, 1]), num_classes=2, sample_weight=floats
+        ),
+        [[0.5, 0], [0, 1e20]],
+    )
+
+
+def test_top_k_accuracy_checks_k_and_weights():
+    probs = np.array([[0.5, 0.3, 0.2], [0.1, 0.6, 0.3], [0.2, 0.2, 0.6]], np.float32)
+    labels = np.array([0, 2, 2])
+    with pytest.raises(TypeError, match="`k` must be an int"):
+        jm.top_k_accuracy(probs, labels, k=True)
+    with pytest.raises(ValueError, match="`k` must be an int >= 1"):
+        jm.top_k_accuracy(probs, labels, k=0)
+    assert float(jm.top_k_accuracy(probs, labels, k=np.int64(2))) == pytest.approx(
+        skm.top_k_accuracy_score(labels, probs, k=2, labels=range(3))
+    )
+    with pytest.raises(
+        ValueError, match=r"`sample_weight` must be non-negative; found -1.0 at index 1"
+    ):
+        jm.top_k_accuracy(probs, labels, k=1, sample_weight=[1.0, -1.0, 1.0])
+    with pytest.raises(ValueError, match=r"`sample_weight` must be finite; found NaN at index 2"):
+        jm.top_k_accuracy(probs, labels, k=1, sample_weight=[1.0, 1.0, np.nan])
+    with pytest.raises(ValueError, match=r"`probs` must be finite; found nan at index \(1, 2\)"):
+        jm.top_k_accuracy(_with_nan(probs), labels, k=1)
+    with pytest.raises(ValueError, match="`sample_weight` must have the same number of samples"):
+        jm.top_k_accuracy(probs, labels, k=1, sample_weight=[1.0, 1.0])
+    weights = jnp.array([[1.0, 1.0, 1.0], [1.0, -1.0, 1.0]])
+    got = jax.jit(lambda w: jm.top_k_accuracy(probs, labels, k=1, sample_weight=w))(weights)
+    assert float(got[0]) == pytest.approx(2 / 3) and math.isnan(float(got[1]))
+
+
+def _with_nan(probs):
+    probs = probs.copy()
+    probs[1, 2] = np.nan
+    return probs
+
+
+@pytest.mark.parametrize("multi_class", ["ovr", "ovo"])
+def test_multiclass_roc_auc_is_batched(rng, multi_class):
+    labels = rng.integers(0, 3, (2, 60))
+    probs = rng.dirichlet(np.ones(3), (2, 60)).astype(np.float32)
+    got = jm.multiclass_roc_auc(probs, labels, multi_class=multi_class)
+    expected = [skm.roc_auc_score(labels[i], probs[i], multi_class=multi_class) for i in range(2)]
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+    assert jm.multiclass_roc_auc(probs[:1], labels[:1], multi_class=multi_class).shape == (1,)
+    bad = probs.copy()
+    bad[1, 5, 0] = np.nan
+    jitted = jax.jit(lambda p: jm.multiclass_roc_auc(p, labels, multi_class=multi_class))(bad)
+    assert float(jitted[0]) == pytest.approx(expected[0], abs=1e-6) and math.isnan(float(jitted[1]))
+
+
+def test_multiclass_functions_keep_batch_axes_of_one(rng):
+    true = rng.integers(0, 3, (1, 30))
+    predicted = rng.integers(0, 3, (1, 30))
+    matrix = jm.confusion_matrix(predicted, true, num_classes=3)
+    assert matrix.shape == (1, 3, 3)
+    assert jm.cohen_kappa(matrix).shape == (1,)
+    report = jm.classification_report(predicted, true, num_classes=3)
+    assert report.accuracy.shape == (1,) and report.precision.shape == (1, 3)
+    probs = rng.random((1, 30, 3))
+    assert jm.top_k_accuracy(probs, true, k=2).shape == (1,)
+
+
+def test_multiclass_functions_are_float64_under_x64(rng, x64):
+    true = rng.integers(0, 3, (1, 30))
+    predicted = rng.integers(0, 3, (1, 30))
+    matrix = jm.confusion_matrix(predicted, true, num_classes=3)
+    probs = rng.random((1, 30, 3))
+    assert jm.cohen_kappa(matrix).dtype == np.float64
+    assert jm.top_k_accuracy(probs, true, k=2).dtype == np.float64
+    assert jm.multiclass_roc_auc(probs, true).dtype == np.float64
+    weighted = jm.confusion_matrix(
+        predicted, true, num_classes=3, sample_weight=rng.random((1, 30))
+    )
+    assert weighted.dtype == np.float64

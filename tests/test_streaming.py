@@ -138,7 +138,7 @@ def test_mean_and_collection(rng):
 def test_states_are_pytrees_whose_leaves_are_the_counts():
     state = streaming.BinnedCurve.empty(10)
     leaves = jax.tree_util.tree_leaves(state)
-    assert len(leaves) == 4  # tp, fp and the two totals; the grid is static
+    assert len(leaves) == 5  # tp, fp, the two totals and num_bad_batches; the grid is static
     doubled = jax.tree_util.tree_map(lambda x: 2 * x, state)
     assert doubled.thresholds == state.thresholds
     with pytest.raises(ValueError, match="either `thresholds`"):
@@ -146,3 +146,148 @@ def test_states_are_pytrees_whose_leaves_are_the_counts():
     with pytest.raises(ValueError, match="`capacity`"):
         streaming.ExactCurve.empty(0)
     assert jnp.asarray(state.grid).shape == (10,)
+
+
+def states():
+    return {
+        "binned": streaming.BinnedCurve.empty(20, low=-3, high=4),
+        "binary": streaming.ConfusionState.empty(thresholds=[0.0, 0.5]),
+        "exact": streaming.ExactCurve.empty(500),
+    }
+
+
+@pytest.mark.parametrize("name", ["binned", "binary", "exact"])
+@pytest.mark.parametrize("bad", ["nan_score", "label_2", "negative_weight"])
+def test_a_bad_batch_under_jit_poisons_the_state(rng, name, bad):
+    parts = batches(rng, 4, 60)
+    weights = np.ones(60, np.float32)
+    update = jax.jit(lambda state, s, y, w: state.update(s, y, sample_weight=w))
+    state = states()[name]
+    for s, y in parts[:3]:
+        state = update(state, s, y, weights)
+    clean = state.compute()
+    scores, labels = parts[3][0].copy(), parts[3][1].copy()
+    bad_weights = weights.copy()
+    if bad == "nan_score":
+        scores[7] = np.nan
+    elif bad == "label_2":
+        labels[7] = 2
+    else:
+        bad_weights[7] = -1.0
+    poisoned = update(state, scores, labels, bad_weights)
+    assert int(poisoned.num_bad_batches) == 1
+    result = poisoned.compute()
+    for key, value in clean.items():
+        if jnp.issubdtype(jnp.asarray(value).dtype, jnp.floating) and key != "thresholds":
+            assert np.isfinite(np.asarray(value)).any(), key
+            assert np.isnan(np.asarray(result[key])).all(), key
+    # the poison survives later good batches and merges, by addition (psum-able)
+    later = update(poisoned, *parts[0], weights).merge(update(states()[name], *parts[1], weights))
+    assert int(later.num_bad_batches) == 1
+    assert all(
+        np.isnan(np.asarray(v)).all()
+        for k, v in later.compute().items()
+        if jnp.issubdtype(jnp.asarray(v).dtype, jnp.floating) and k != "thresholds"
+    )
+    # eagerly the same batch raises
+    with pytest.raises(ValueError, match="index 7"):
+        states()[name].update(scores, labels, sample_weight=bad_weights)
+
+
+def test_multiclass_confusion_state_and_mean_are_poisoned_under_jit(rng):
+    state = streaming.ConfusionState.empty(num_classes=3)
+    update = jax.jit(lambda st, p, t: st.update(p, t))
+    for _ in range(3):
+        state = update(state, rng.integers(0, 3, 30), rng.integers(0, 3, 30))
+    assert np.isfinite(float(state.compute()["precision_micro"]))
+    labels = rng.integers(0, 3, 30)
+    labels[4] = 3
+    poisoned = update(state, rng.integers(0, 3, 30), labels)
+    assert int(poisoned.num_bad_batches) == 1
+    np.testing.assert_array_equal(poisoned.counts, state.counts)  # the batch was not added
+    assert all(np.isnan(np.asarray(v)).all() for v in poisoned.compute().values())
+    mean = streaming.Mean.empty()
+    step = jax.jit(lambda m, v, w: m.update(v, sample_weight=w))
+    mean = step(mean, jnp.array([1.0, 2.0]), jnp.array([1.0, 1.0]))
+    assert float(mean.compute()["mean"]) == 1.5
+    assert math.isnan(
+        float(step(mean, jnp.array([1.0, 2.0]), jnp.array([1.0, -1.0])).compute()["mean"])
+    )
+    assert math.isnan(float(step(mean, jnp.array([1.0, jnp.inf]), jnp.ones(2)).compute()["mean"]))
+    with pytest.raises(ValueError, match=r"`values` must be finite; found nan at index 1"):
+        streaming.Mean.empty().update(np.array([1.0, np.nan]))
+    with pytest.raises(ValueError, match=r"`sample_weight` must be non-negative"):
+        streaming.Mean.empty().update(np.array([1.0, 2.0]), sample_weight=np.array([1.0, -2.0]))
+
+
+def test_float_weights_are_counted_as_floats(rng):
+    scores, labels = concatenated(batches(rng, 2, 50))
+    weights = rng.random(scores.size).astype(np.float32)
+    expected = jm.confusion_counts(scores, labels, [0.0, 0.5], sample_weight=weights)
+    state = streaming.ConfusionState.empty(thresholds=[0.0, 0.5])
+    state = state.update(scores[:50], labels[:50], sample_weight=weights[:50])
+    state = state.update(scores[50:], labels[50:], sample_weight=weights[50:])
+    for got, want in zip(state.counts, expected):
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+    np.testing.assert_allclose(state.compute()["f1"], jm.f_beta(expected), rtol=1e-5)
+    curve = streaming.BinnedCurve.empty(thresholds=scores).update(
+        scores, labels, sample_weight=weights
+    )
+    assert float(curve.compute()["roc_auc"]) == pytest.approx(
+        float(jm.roc_auc(scores, labels, sample_weight=weights)), abs=1e-5
+    )
+    multi = streaming.ConfusionState.empty(num_classes=3, dtype=jnp.float32)
+    true, predicted = rng.integers(0, 3, 40), rng.integers(0, 3, 40)
+    multi = jax.jit(lambda st, p, t, w: st.update(p, t, sample_weight=w))(
+        multi, predicted, true, np.full(40, 0.25, np.float32)
+    )
+    np.testing.assert_allclose(
+        multi.counts, 0.25 * np.asarray(jm.confusion_matrix(predicted, true, num_classes=3))
+    )
+
+
+def test_psum_merges_states_as_merge_does(rng):
+    parts = batches(rng, 2, 40)
+    scores = np.stack([p[0] for p in parts])
+    labels = np.stack([p[1] for p in parts])
+    scores_bad = scores.copy()
+    scores_bad[1, 3] = np.nan
+    for empty in (
+        streaming.BinnedCurve.empty(20, low=-3, high=4),
+        streaming.ConfusionState.empty(thresholds=[0.0, 0.5]),
+    ):
+        for data in (scores, scores_bad):
+
+            def per_device(s, y, empty=empty):
+                return jax.lax.psum(empty.update(s, y), "devices")
+
+            summed = jax.vmap(per_device, axis_name="devices")(data, labels)
+            first = jax.tree_util.tree_map(lambda x: x[0], summed)
+            merged = jax.jit(lambda a, b, y0, y1, e=empty: e.update(a, y0).merge(e.update(b, y1)))(
+                data[0], data[1], labels[0], labels[1]
+            )
+            for a, b in zip(jax.tree_util.tree_leaves(first), jax.tree_util.tree_leaves(merged)):
+                np.testing.assert_array_equal(a, b)
+            bad = data is scores_bad
+            assert int(first.num_bad_batches) == int(bad)
+            value = first.compute()["roc_auc" if "roc_auc" in first.compute() else "f1"]
+            assert np.isnan(np.asarray(value)).all() == bad
+
+
+def test_states_compute_float64_under_x64(rng, x64):
+    scores, labels = batches(rng, 1, 50)[0]
+    for state in states().values():
+        result = state.update(scores.astype(np.float64), labels).compute()
+        for key, value in result.items():
+            if jnp.issubdtype(jnp.asarray(value).dtype, jnp.floating) and key != "thresholds":
+                assert value.dtype == np.float64, key
+    mean = streaming.Mean.empty().update(scores.astype(np.float64))
+    assert mean.compute()["mean"].dtype == np.float64
+
+
+def test_states_refuse_two_dimensional_batches(rng):
+    scores, labels = batches(rng, 1, 50)[0]
+    for state in states().values():
+        with pytest.raises(ValueError, match=r"must be one batch \[n\]; got shape \(1, 50\)"):
+            state.update(scores[None], labels[None])

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import betainc, ndtr
 
 from jaxmetrics._src import sorting, validation
@@ -19,26 +20,43 @@ from jaxmetrics._src import sorting, validation
 Array = jax.Array
 
 
-def _z(confidence: float) -> float:
-    if not 0 < confidence < 1:
-        raise ValueError(f"`confidence` must be in (0, 1); got {confidence}.")
-    return NormalDist().inv_cdf(0.5 + confidence / 2)
+def _z(confidence: Any) -> float:
+    level = validation.check_probability_level(confidence, "confidence")
+    return NormalDist().inv_cdf(0.5 + level / 2)
 
 
-def _proportion_inputs(successes: Any, trials: Any) -> tuple[Array, Array]:
+def _proportion_inputs(successes: Any, trials: Any) -> tuple[Array, Array, Array]:
+    """Counts as float arrays broadcast together, and the elementwise `invalid` flag.
+
+    Every element is its own problem (no sample axis), so a bad element raises eagerly and, under
+    jit, marks only its own bounds NaN. Concrete values are checked in numpy on the host.
+    """
     successes = validation.as_real_array(successes, "successes", min_ndim=0)
     trials = validation.as_real_array(trials, "trials", min_ndim=0)
-    if validation.is_concrete(successes, trials):
-        k, n = jnp.broadcast_arrays(successes, trials)
-        bad = (k < 0) | (k > n) | (n <= 0)
-        if bool(bad.any()):
-            index = tuple(int(i) for i in jnp.argwhere(bad)[0])
-            raise ValueError(
-                f"`successes` must lie in [0, trials] and `trials` be positive; found "
-                f"successes={float(k[index])}, trials={float(n[index])} at index {index}."
-            )
-    dtype = validation.float_dtype(successes.dtype, trials.dtype)
-    return successes.astype(dtype), trials.astype(dtype)
+    try:
+        shape = tuple(np.broadcast_shapes(successes.shape, trials.shape))
+    except ValueError:
+        raise ValueError(
+            f"`successes` and `trials` must broadcast; got shapes {successes.shape} and "
+            f"{trials.shape}."
+        ) from None
+    host_k, host_n = validation.host_values(successes), validation.host_values(trials)
+    if host_k is not None and host_n is not None:
+        k, n = np.broadcast_to(host_k, shape), np.broadcast_to(host_n, shape)
+    else:
+        k, n = jnp.broadcast_to(successes, shape), jnp.broadcast_to(trials, shape)
+    # written so that NaN fails: the comparisons are False for it
+    invalid = validation.check_values(
+        n, "trials", lambda n: ~(n > 0), "be positive counts", sample_axes=0
+    ) | validation.check_values(
+        k, "successes", lambda k: ~((k >= 0) & (k <= n)), "lie in [0, trials]", sample_axes=0
+    )
+    dtype = validation.float_dtype()
+    return (
+        jnp.broadcast_to(successes, shape).astype(dtype),
+        jnp.broadcast_to(trials, shape).astype(dtype),
+        invalid,
+    )
 
 
 def wilson_interval(
@@ -48,23 +66,29 @@ def wilson_interval(
 
     .. math:: \frac{k + z^2/2}{n + z^2} \pm \frac{z}{n + z^2}\sqrt{\frac{k(n-k)}{n} + \frac{z^2}{4}}
 
-    Matches `statsmodels.stats.proportion.proportion_confint(method="wilson")`.
+    Matches `statsmodels.stats.proportion.proportion_confint(method="wilson")`; the bounds are
+    clipped to [0, 1] (at k = 0 the formula's lower bound is 0 only up to rounding).
+
+    Conventions: `successes` and `trials` broadcast elementwise; a count outside
+    ``0 <= successes <= trials``, ``trials > 0`` (or NaN) raises `ValueError` eagerly and gives NaN
+    bounds for that element under jit.
 
     >>> import jaxmetrics as jm
     >>> low, high = jm.wilson_interval(40, 50)  # seed 000: a recall of 40/50
     >>> round(float(low), 3), round(float(high), 3)
     (0.67, 0.888)
     """
-    k, n = _proportion_inputs(successes, trials)
-    return wilson_bounds(k, n, confidence=confidence)
+    k, n, invalid = _proportion_inputs(successes, trials)
+    return validation.nan_where(invalid, wilson_bounds(k, n, confidence=confidence))
 
 
 def wilson_bounds(k: Array, n: Array, *, confidence: float = 0.95) -> tuple[Array, Array]:
-    """Wilson bounds without input checks (NaN where n = 0), for callers that count bins."""
+    """Wilson bounds without input checks (NaN where n = 0), clipped to [0, 1], for callers that
+    count bins."""
     z = _z(confidence)
     center = (k + z * z / 2) / (n + z * z)
     half = z / (n + z * z) * jnp.sqrt(k * (n - k) / n + z * z / 4)
-    return center - half, center + half
+    return jnp.clip(center - half, 0, 1), jnp.clip(center + half, 0, 1)
 
 
 def agresti_coull_interval(
@@ -72,14 +96,16 @@ def agresti_coull_interval(
 ) -> tuple[Array, Array]:
     r"""Agresti-Coull interval: the Wald interval around (k + z²/2) / (n + z²), clipped to [0, 1].
 
-    Matches `statsmodels.stats.proportion.proportion_confint(method="agresti_coull")`.
+    Matches `statsmodels.stats.proportion.proportion_confint(method="agresti_coull")`. Inputs and
+    bad counts as `wilson_interval`.
     """
     z = _z(confidence)
-    k, n = _proportion_inputs(successes, trials)
+    k, n, invalid = _proportion_inputs(successes, trials)
     n_tilde = n + z * z
     p_tilde = (k + z * z / 2) / n_tilde
     half = z * jnp.sqrt(p_tilde * (1 - p_tilde) / n_tilde)
-    return jnp.clip(p_tilde - half, 0, 1), jnp.clip(p_tilde + half, 0, 1)
+    bounds = jnp.clip(p_tilde - half, 0, 1), jnp.clip(p_tilde + half, 0, 1)
+    return validation.nan_where(invalid, bounds)
 
 
 def _beta_quantile(q: Array, a: Array, b: Array) -> Array:
@@ -100,15 +126,17 @@ def clopper_pearson_interval(
 ) -> tuple[Array, Array]:
     """Clopper-Pearson ("exact") interval from beta quantiles; 0 / 1 at k = 0 / k = n.
 
-    Matches `statsmodels.stats.proportion.proportion_confint(method="beta")`.
+    Matches `statsmodels.stats.proportion.proportion_confint(method="beta")`. Inputs and bad
+    counts as `wilson_interval`.
     """
-    _z(confidence)
-    k, n = _proportion_inputs(successes, trials)
-    alpha = (1 - confidence) / 2
-    k, n = jnp.broadcast_arrays(k, n)
+    alpha = (1 - validation.check_probability_level(confidence, "confidence")) / 2
+    k, n, invalid = _proportion_inputs(successes, trials)
+    # a marked element's counts would make the bisection's beta parameters invalid: compute on 0/1
+    k, n = jnp.where(invalid, 0.0, k), jnp.where(invalid, 1.0, n)
     low = _beta_quantile(jnp.full_like(k, alpha), jnp.maximum(k, 1), n - k + 1)
     high = _beta_quantile(jnp.full_like(k, 1 - alpha), k + 1, jnp.maximum(n - k, 1))
-    return jnp.where(k == 0, 0.0, low), jnp.where(k == n, 1.0, high)
+    bounds = jnp.where(k == 0, 0.0, low), jnp.where(k == n, 1.0, high)
+    return validation.nan_where(invalid, bounds)
 
 
 def hanley_mcneil_standard_error(auc: Any, num_positive: Any, num_negative: Any) -> Array:
@@ -118,16 +146,33 @@ def hanley_mcneil_standard_error(auc: Any, num_positive: Any, num_negative: Any)
               {n_+ n_-},\quad Q_1 = \frac{A}{2-A},\ Q_2 = \frac{2A^2}{1+A}
 
     It assumes exponential score distributions; DeLong's estimate makes no such assumption.
+
+    Conventions: arguments broadcast elementwise. An `auc` outside [0, 1] or a class size below 1
+    raises `ValueError` eagerly and gives NaN for that element under jit; a NaN `auc` (undefined,
+    e.g. one class present) gives a NaN standard error.
     """
-    auc = jnp.asarray(auc, jnp.float32)
-    num_positive = jnp.asarray(num_positive, jnp.float32)
-    num_negative = jnp.asarray(num_negative, jnp.float32)
+    values = [
+        validation.as_real_array(x, name, min_ndim=0)
+        for x, name in (
+            (auc, "auc"),
+            (num_positive, "num_positive"),
+            (num_negative, "num_negative"),
+        )
+    ]
+    invalid = validation.check_values(
+        values[0], "auc", lambda a: (a < 0) | (a > 1), "be in [0, 1]", sample_axes=0
+    )
+    for value, name in zip(values[1:], ("num_positive", "num_negative")):
+        invalid = invalid | validation.check_values(
+            value, name, lambda n: ~(n >= 1), "be a class size >= 1", sample_axes=0
+        )
+    auc, num_positive, num_negative = (x.astype(validation.float_dtype()) for x in values)
     q1 = auc / (2 - auc)
     q2 = 2 * auc**2 / (1 + auc)
     variance = (
         auc * (1 - auc) + (num_positive - 1) * (q1 - auc**2) + (num_negative - 1) * (q2 - auc**2)
     ) / (num_positive * num_negative)
-    return jnp.sqrt(variance)
+    return validation.nan_where(invalid, jnp.sqrt(variance))
 
 
 class DeLong(NamedTuple):
@@ -146,10 +191,11 @@ def _structural_components(scores: Array, labels: Array) -> tuple[Array, Array]:
     For a positive i, V10_i = (negatives below s_i + half the tied ones) / n-; for a negative j,
     V01_j = (positives above s_j + half the tied ones) / n+. Each is 0 for the other class.
     """
+    dtype = validation.float_dtype()
     ranked = sorting.rank(scores)
     tallies = sorting.tally(ranked, labels, None)
     a, b = ranked.group_start, ranked.group_stop
-    positive, negative = tallies.positive, tallies.negative
+    positive, negative = tallies.positive.astype(dtype), tallies.negative.astype(dtype)
     p, n = positive[-1], negative[-1]
     negatives_below = (negative[a] + negative[b]) / 2  # ties count one half
     positives_above = p - (positive[a] + positive[b]) / 2
@@ -157,7 +203,8 @@ def _structural_components(scores: Array, labels: Array) -> tuple[Array, Array]:
     placement = jnp.where(is_positive, negatives_below / n, positives_above / p)
     # back to the original order: position order[k] holds the k-th sorted value
     placement = jnp.zeros_like(placement).at[ranked.order].set(placement)
-    return jnp.where(labels == 1, placement, 0.0), jnp.where(labels == 0, placement, 0.0)
+    zero = jnp.zeros((), dtype)
+    return jnp.where(labels == 1, placement, zero), jnp.where(labels == 0, placement, zero)
 
 
 def _covariance(components: Array, mask: Array) -> Array:
@@ -168,8 +215,13 @@ def _covariance(components: Array, mask: Array) -> Array:
     return centered @ centered.T / (count - 1)
 
 
-def _delong_moments(scores: Array, labels: Array) -> tuple[Array, Array]:
-    v10, v01 = jax.vmap(_structural_components, in_axes=(0, None))(scores, labels)
+def _components(scores: Array, labels: Array) -> tuple[Array, Array]:
+    """(V10, V01), each ``[M, n]``, of ``[M, n]`` scores."""
+    return jax.vmap(_structural_components, in_axes=(0, None))(scores, labels)
+
+
+def _delong_moments(v10: Array, v01: Array, labels: Array) -> tuple[Array, Array]:
+    """AUCs ``[M]`` and their covariance ``[M, M]`` from the structural components."""
     positive, negative = labels == 1, labels == 0
     auc = v10.sum(-1) / positive.sum()
     covariance = (
@@ -178,51 +230,70 @@ def _delong_moments(scores: Array, labels: Array) -> tuple[Array, Array]:
     return auc, covariance
 
 
-def _delong_inputs(scores: Any, labels: Any) -> tuple[Array, Array, Array]:
-    scores, labels, _, invalid = validation.binary_inputs(scores, labels)
-    if scores.ndim > 2 or labels.ndim != 1:
+def _delong_inputs(named_scores: list[tuple[str, Any]], labels: Any) -> tuple[Array, Array, Array]:
+    """Scores ``[M, n]`` (stacked), labels int32 ``[n]`` and `invalid` ``[M]``."""
+    scores = [validation.as_scores(value, name) for name, value in named_scores]
+    labels = validation.as_real_array(labels, "labels")
+    if any(s.ndim > 2 for s in scores) or labels.ndim != 1:
+        shapes = ", ".join(f"{name} {s.shape}" for (name, _), s in zip(named_scores, scores))
         raise ValueError(
             "DeLong takes `scores` [n] or [M, n] (M models on the same samples) and `labels` [n]; "
-            f"got scores {scores.shape}, labels {labels.shape}."
+            f"got {shapes}, labels {labels.shape}."
         )
-    if validation.is_concrete(labels):
-        positives = int(labels.sum())
-        if positives < 2 or labels.shape[0] - positives < 2:
+    validation.sample_axis_shapes(
+        [(name, s) for (name, _), s in zip(named_scores, scores)] + [("labels", labels)]
+    )
+    invalid = [validation.check_finite(s, name) for (name, _), s in zip(named_scores, scores)]
+    shared = validation.check_binary_labels(labels)
+    host = validation.host_values(labels)
+    if host is not None:
+        positives = int((host == 1).sum())
+        if positives < 2 or host.shape[0] - positives < 2:
             raise ValueError(
                 "DeLong needs at least two positives and two negatives in `labels`; "
-                f"found {positives} positives and {labels.shape[0] - positives} negatives."
+                f"found {positives} positives and {host.shape[0] - positives} negatives."
             )
-    return jnp.atleast_2d(scores), labels, jnp.atleast_1d(invalid)
+    else:  # too few of a class: the variance is undefined, mark it rather than divide by zero
+        positives = (labels == 1).sum()
+        shared = shared | (positives < 2) | (labels.shape[0] - positives < 2)
+    stacked = jnp.concatenate([jnp.atleast_2d(s) for s in scores])
+    invalid = jnp.concatenate([jnp.atleast_1d(flag) for flag in invalid]) | shared
+    return stacked, (labels == 1).astype(jnp.int32), invalid
 
 
 def delong(scores: Any, labels: Any, *, confidence: float = 0.95) -> DeLong:
     """DeLong's nonparametric AUC variance and covariance (fast midrank algorithm of Sun & Xu).
 
     Matches pROC's `var(roc, method="delong")`, `cov(...)` and `ci.auc(..., method="delong")`.
-    The interval is the Wald interval ``auc ± z·sqrt(variance)``, clipped to [0, 1].
+    The interval is the Wald interval ``auc ± z·sqrt(variance)``, clipped to [0, 1]. Results are
+    float32, float64 when x64 is on.
+
+    Conventions: NaN/inf scores, labels other than 0/1 and fewer than two samples of a class raise
+    `ValueError` eagerly; under jit a model with a bad score gets NaN auc, variance, bounds and
+    covariance row and column, and bad labels make every field NaN.
 
     Args:
       scores: ``[n]`` or ``[M, n]`` scores of M models on the same samples.
       labels: ``[n]`` 0/1 labels with at least two of each class.
 
     Returns:
-      `DeLong`: for ``[M, n]`` scores, auc/variance/low/high ``[M]`` and covariance ``[M, M]``;
-      for ``[n]`` scores, scalars (covariance too).
+      `DeLong`: for ``[M, n]`` scores, auc/variance/low/high ``[M]`` and covariance ``[M, M]``
+      (``M = 1`` included); for ``[n]`` scores, scalars (covariance too).
 
     References:
       DeLong, DeLong & Clarke-Pearson (1988), Biometrics 44:837-845; Sun & Xu (2014), IEEE Signal
       Processing Letters 21:1389-1393.
     """
     z = _z(confidence)
-    was_1d = jnp.ndim(scores) == 1
-    scores, labels, invalid = _delong_inputs(scores, labels)
-    auc, covariance = _delong_moments(scores, labels)
-    auc = jnp.where(invalid, jnp.nan, auc)
+    was_1d = np.ndim(scores) == 1
+    scores, labels, invalid = _delong_inputs([("scores", scores)], labels)
+    auc, covariance = _delong_moments(*_components(scores, labels), labels)
     variance = jnp.diagonal(covariance)
     half = z * jnp.sqrt(variance)
-    result = DeLong(
-        auc, variance, covariance, jnp.clip(auc - half, 0, 1), jnp.clip(auc + half, 0, 1)
-    )
+    low, high = jnp.clip(auc - half, 0, 1), jnp.clip(auc + half, 0, 1)
+    auc, variance, low, high = validation.nan_where(invalid, (auc, variance, low, high))
+    covariance = jnp.where(invalid[:, None] | invalid[None, :], jnp.nan, covariance)
+    result = DeLong(auc, variance, covariance, low, high)
     if was_1d:
         result = DeLong(*(x.reshape(()) for x in result))
     return result
@@ -243,22 +314,31 @@ def delong_test(
     """Paired DeLong z-test of two correlated AUCs (two models scored on the same samples).
 
     Matches pROC's `roc.test(..., method="delong", paired=TRUE)`: statistic, two-sided p-value
-    and the confidence interval of the difference.
+    and the confidence interval of the difference. Two models that order every pair alike have
+    a zero standard error and a zero difference: statistic 0 and p-value 1, as pROC (a non-zero
+    difference with zero standard error would give ±inf and p-value 0). Bad input as `delong`:
+    under jit every field is NaN.
     """
     z = _z(confidence)
-    scores_a = validation.as_scores(scores_a, "scores_a")
-    scores_b = validation.as_scores(scores_b, "scores_b")
-    if scores_a.shape != scores_b.shape or scores_a.ndim != 1:
+    if np.ndim(scores_a) != 1 or np.shape(scores_a) != np.shape(scores_b):
         raise ValueError(
-            f"`scores_a` and `scores_b` must both have shape [n]; got {scores_a.shape} and "
-            f"{scores_b.shape}."
+            f"`scores_a` and `scores_b` must both have shape [n]; got {np.shape(scores_a)} and "
+            f"{np.shape(scores_b)}."
         )
-    scores, labels, invalid = _delong_inputs(jnp.stack([scores_a, scores_b]), labels)
-    auc, covariance = _delong_moments(scores, labels)
-    difference = auc[0] - auc[1]
-    standard_error = jnp.sqrt(covariance[0, 0] + covariance[1, 1] - 2 * covariance[0, 1])
-    statistic = jnp.where(invalid.any(), jnp.nan, difference / standard_error)
-    p_value = 2 * ndtr(-jnp.abs(statistic))
-    return DeLongTest(
-        statistic, p_value, difference - z * standard_error, difference + z * standard_error
+    scores, labels, invalid = _delong_inputs(
+        [("scores_a", scores_a), ("scores_b", scores_b)], labels
     )
+    v10, v01 = _components(scores, labels)
+    # the difference's variance from the differences of the components: exactly 0 when the two
+    # models order every pair alike, where var_a + var_b - 2 cov_ab would be rounding noise
+    difference, variance = _delong_moments(v10[:1] - v10[1:], v01[:1] - v01[1:], labels)
+    difference, standard_error = difference[0], jnp.sqrt(jnp.maximum(variance[0, 0], 0))
+    degenerate = standard_error == 0
+    statistic = jnp.where(
+        degenerate,
+        jnp.where(difference == 0, 0.0, jnp.sign(difference) * jnp.inf),
+        difference / jnp.where(degenerate, 1.0, standard_error),
+    )
+    p_value = 2 * ndtr(-jnp.abs(statistic))
+    result = (statistic, p_value, difference - z * standard_error, difference + z * standard_error)
+    return DeLongTest(*validation.nan_where(invalid.any(), result))

@@ -6,6 +6,10 @@ per leading index (call ``.mean()`` to train on several at once). An optional `s
 (0 for padding) makes padded batches exact. Batches without positives or without negatives have
 no pairs: the pairwise losses are then 0 with zero gradient, and the documented per-loss rule
 applies elsewhere.
+
+Bad input as for the metrics: a NaN/inf prediction, a label other than 0/1 or a negative or
+non-finite weight raises `ValueError` when the values are concrete, and makes that batch
+element's loss NaN under jit/grad (padding therefore needs valid labels, with weight 0).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxmetrics._src import counts as counts_lib
 from jaxmetrics._src import sorting, validation
@@ -26,18 +31,33 @@ _SURROGATES = ("logistic", "hinge", "squared_hinge", "sigmoid")
 _PAIR_BLOCK = 256
 
 
-def _inputs(predictions: Any, labels: Any, sample_weight: Any):
-    predictions = validation.as_scores(predictions, "logits")
-    labels = validation.as_real_array(labels, "labels")
+def _is_not_finite(values: Any) -> Any:
+    return ~((values > -np.inf) & (values < np.inf))  # NaN fails both comparisons
+
+
+def _inputs(predictions: Any, labels: Any, sample_weight: Any, name: str = "logits"):
+    """(predictions, labels, weights) as float arrays, and `invalid` of the batch shape."""
+    predictions = validation.as_scores(predictions, name, host=True)
+    labels = validation.as_real_array(labels, "labels", host=True)
     weights = (
-        jnp.ones(labels.shape, predictions.dtype)
+        None
         if sample_weight is None
-        else validation.as_real_array(sample_weight, "sample_weight").astype(predictions.dtype)
+        else validation.as_real_array(sample_weight, "sample_weight", host=True)
     )
-    validation.sample_axis_shapes(
-        [("logits", predictions), ("labels", labels), ("sample_weight", weights)]
+    batch_shape = validation.sample_axis_shapes(
+        [(name, predictions), ("labels", labels), ("sample_weight", weights)]
     )
-    return predictions, labels.astype(predictions.dtype), weights
+    invalid = validation.check_values(
+        predictions, name, _is_not_finite, "be finite"
+    ) | validation.check_binary_labels(labels)
+    dtype = predictions.dtype
+    if weights is None:
+        weights = jnp.ones(labels.shape, dtype)
+    else:
+        invalid = invalid | validation.check_weights(weights)
+        weights = jnp.asarray(weights).astype(dtype)
+    invalid = jnp.broadcast_to(invalid, batch_shape)
+    return jnp.asarray(predictions), jnp.asarray(labels).astype(dtype), weights, invalid
 
 
 def soft_counts(
@@ -57,17 +77,22 @@ def soft_counts(
     exactly at the threshold counts one half), T being `temperature`. Feed them to any rate:
     ``precision(soft_counts(...))`` is soft precision. Returns float `Counts` of shape ``[*batch]``.
     """
-    if temperature <= 0:
-        raise ValueError(f"`temperature` must be > 0; got {temperature}.")
-    logits, labels, weights = _inputs(logits, labels, sample_weight)
+    _check_temperature(temperature)
+    logits, labels, weights, invalid = _inputs(logits, labels, sample_weight)
     flagged = jax.nn.sigmoid((logits - threshold) / temperature)
     positive, negative = weights * labels, weights * (1 - labels)
-    return Counts(
+    counts = Counts(
         (positive * flagged).sum(-1),
         (negative * flagged).sum(-1),
         (positive * (1 - flagged)).sum(-1),
         (negative * (1 - flagged)).sum(-1),
     )
+    return validation.nan_where(invalid, counts)
+
+
+def _check_temperature(temperature: float) -> None:
+    if not temperature > 0:
+        raise ValueError(f"`temperature` must be > 0; got {temperature}.")
 
 
 def soft_f_beta_loss(
@@ -166,9 +191,8 @@ def pairwise_auc_loss(
     >>> float(jl.pairwise_auc_loss([2.0, 0.5, 1.0], [1, 1, 0], surrogate="hinge"))
     0.75
     """
-    if surrogate not in _SURROGATES:
-        raise ValueError(f"`surrogate` must be one of {_SURROGATES}; got {surrogate!r}.")
-    logits, labels, weights = _inputs(logits, labels, sample_weight)
+    validation.check_option(surrogate, "surrogate", _SURROGATES)
+    logits, labels, weights, invalid = _inputs(logits, labels, sample_weight)
 
     def kernel(scores: Array, labels: Array, weights: Array) -> Array:
         positive, negative = weights * labels, weights * (1 - labels)
@@ -183,7 +207,7 @@ def pairwise_auc_loss(
             total = (positive * _row_sums(scores, negative, term)).sum()
         return safe_divide(total, positive.sum() * negative.sum(), 0.0)
 
-    return validation.map_batch(kernel, logits, labels, weights)
+    return validation.nan_where(invalid, validation.map_batch(kernel, logits, labels, weights))
 
 
 def auc_margin_loss(
@@ -198,7 +222,7 @@ def auc_margin_loss(
     paper's sigmoid outputs; margin 1.0 by default). A batch with one class present has no
     margin term: the loss is the variance of the class that is there.
     """
-    probs, labels, weights = _inputs(probs, labels, sample_weight)
+    probs, labels, weights, invalid = _inputs(probs, labels, sample_weight, "probs")
     positive, negative = weights * labels, weights * (1 - labels)
     count_pos, count_neg = positive.sum(-1), negative.sum(-1)
     mean_pos = safe_divide((positive * probs).sum(-1), count_pos, 0.0)
@@ -207,7 +231,7 @@ def auc_margin_loss(
     var_neg = safe_divide((negative * (probs - mean_neg[..., None]) ** 2).sum(-1), count_neg, 0.0)
     both = (count_pos > 0) & (count_neg > 0)
     violation = jnp.where(both, jax.nn.relu(margin - (mean_pos - mean_neg)), 0.0)
-    return var_pos + var_neg + violation**2
+    return validation.nan_where(invalid, var_pos + var_neg + violation**2)
 
 
 class AucMarginState(NamedTuple):
@@ -240,7 +264,7 @@ def auc_margin_objective(
 
     At a = mean+, b = mean-, alpha = max(0, m - (mean+ - mean-)) it equals `auc_margin_loss`.
     """
-    probs, labels, weights = _inputs(probs, labels, sample_weight)
+    probs, labels, weights, invalid = _inputs(probs, labels, sample_weight, "probs")
     positive, negative = weights * labels, weights * (1 - labels)
     count_pos, count_neg = positive.sum(-1), negative.sum(-1)
 
@@ -252,7 +276,7 @@ def auc_margin_objective(
         (probs - b[..., None]) ** 2, negative, count_neg
     )
     gap = margin - mean(probs, positive, count_pos) + mean(probs, negative, count_neg)
-    return spread + 2 * alpha * gap - alpha**2
+    return validation.nan_where(invalid, spread + 2 * alpha * gap - alpha**2)
 
 
 def smooth_ap_loss(
@@ -269,9 +293,8 @@ def smooth_ap_loss(
     As ``temperature -> 0`` this is 1 - AP for distinct scores. Pairs are summed in blocks of
     rows (bounded memory). A batch without positives gives 0.
     """
-    if temperature <= 0:
-        raise ValueError(f"`temperature` must be > 0; got {temperature}.")
-    logits, labels, weights = _inputs(logits, labels, sample_weight)
+    _check_temperature(temperature)
+    logits, labels, weights, invalid = _inputs(logits, labels, sample_weight)
 
     def kernel(scores: Array, labels: Array, weights: Array) -> Array:
         positive = weights * labels
@@ -288,7 +311,8 @@ def smooth_ap_loss(
         total = positive.sum()
         return safe_divide((positive * rank_positive / rank_all).sum(), total, 1.0)
 
-    return 1 - validation.map_batch(kernel, logits, labels, weights)
+    loss = 1 - validation.map_batch(kernel, logits, labels, weights)
+    return validation.nan_where(invalid, loss)
 
 
 def recall_at_precision_objective(
@@ -311,9 +335,8 @@ def recall_at_precision_objective(
     here divided by W_+ for scale. `multiplier` is lambda, explicit state: descend on the model,
     ascend on lambda (gradient = the constraint violation) and clip it at 0.
     """
-    if not 0 < min_precision < 1:
-        raise ValueError(f"`min_precision` must be in (0, 1); got {min_precision}.")
-    logits, labels, weights = _inputs(logits, labels, sample_weight)
+    validation.check_probability_level(min_precision, "min_precision")
+    logits, labels, weights, invalid = _inputs(logits, labels, sample_weight)
     positive, negative = weights * labels, weights * (1 - labels)
     loss_pos = (positive * jax.nn.relu(1 - logits)).sum(-1)
     loss_neg = (negative * jax.nn.relu(1 + logits)).sum(-1)
@@ -322,4 +345,4 @@ def recall_at_precision_objective(
     lagrangian = (
         (1 + multiplier) * loss_pos + multiplier * ratio * loss_neg - multiplier * count_pos
     )
-    return safe_divide(lagrangian, count_pos, 0.0)
+    return validation.nan_where(invalid, safe_divide(lagrangian, count_pos, 0.0))

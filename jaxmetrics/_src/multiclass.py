@@ -23,29 +23,40 @@ from jaxmetrics._src.counts import Counts, safe_divide
 Array = jax.Array
 
 
-def _check_classes(values: Array, name: str, num_classes: int) -> Array:
-    """Class indices must be integers in [0, num_classes); raise or flag as elsewhere."""
+def _class_indices(values: Any, name: str, num_classes: int) -> tuple[Array, Array]:
+    """Class indices as int32 and the per-batch `invalid` flag: integers in [0, num_classes),
+    raised on eagerly (checked in numpy on the host) and flagged under jit."""
+    values = validation.as_real_array(values, name, host=True)
     if not (jnp.issubdtype(values.dtype, jnp.integer) or jnp.issubdtype(values.dtype, jnp.bool_)):
         raise TypeError(f"`{name}` must hold integer class indices; got dtype {values.dtype}.")
-    if validation.is_concrete(values):
-        host = np.asarray(values)
-        bad = (host < 0) | (host >= num_classes)
-        if bad.any():
-            index = tuple(int(i) for i in np.argwhere(bad)[0])
-            raise ValueError(
-                f"`{name}` must be class indices in [0, {num_classes}) (`num_classes`); "
-                f"found {host[index].item()} at index {index[0] if len(index) == 1 else index}."
-            )
-        return jnp.zeros(values.shape[:-1], bool)
-    return jnp.any((values < 0) | (values >= num_classes), axis=-1)
+    invalid = validation.check_values(
+        values,
+        name,
+        lambda v: (v < 0) | (v >= num_classes),
+        f"be class indices in [0, {num_classes}) (`num_classes`)",
+    )
+    return jnp.asarray(values).astype(jnp.int32), invalid
 
 
 def _check_num_classes(num_classes: Any) -> int:
-    if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 2:
-        raise ValueError(
-            f"`num_classes` must be an int >= 2 (stated, never inferred); got {num_classes!r}."
-        )
-    return num_classes
+    """`num_classes` is stated, never inferred: a Python or numpy int >= 2."""
+    return validation.check_count(num_classes, "num_classes", minimum=2)
+
+
+def _count_weights(weights: Any) -> tuple[Array | None, Array]:
+    """Weights ready for counting, and the per-batch `invalid` flag.
+
+    `validation.check_weights` refuses negative and non-finite weights and, for integer weights
+    (counted exactly in int32), a total of 2^31 or more per batch element; integer weights are
+    then cast to int32 (uint32 values that fit are kept, not wrapped into negatives).
+    """
+    if weights is None:
+        return None, jnp.zeros((), bool)
+    weights = validation.as_real_array(weights, "sample_weight", host=True)
+    invalid = validation.check_weights(weights)
+    if jnp.issubdtype(weights.dtype, jnp.floating):
+        return jnp.asarray(weights).astype(validation.float_dtype()), invalid
+    return jnp.asarray(weights).astype(jnp.int32), invalid
 
 
 def confusion_matrix(
@@ -55,6 +66,12 @@ def confusion_matrix(
 
     Matches `sklearn.metrics.confusion_matrix(labels, predictions, labels=range(num_classes))`.
 
+    Conventions: class indices outside [0, num_classes) and negative or non-finite weights raise
+    `ValueError` eagerly; under jit that batch element's matrix is all -1 (NaN with float
+    weights). Counts are int32, exact, without weights or with integer weights, whose total per
+    batch element must be below 2^31 (checked on the host; under jit a larger float32 total marks
+    the element); float weights give float32 counts (float64 under x64).
+
     Args:
       predictions: ``[*batch, n]`` predicted class indices.
       labels: ``[*batch, n]`` true class indices.
@@ -62,31 +79,26 @@ def confusion_matrix(
       sample_weight: optional ``[*batch, n]`` weights.
 
     Returns:
-      ``[*batch, C, C]``: int32 counts (float with float weights); under jit a batch element with
-      an out-of-range class is all -1.
+      ``[*batch, C, C]``: int32 counts (float with float weights).
 
     >>> import jaxmetrics as jm
     >>> jm.confusion_matrix([0, 1, 1, 2], [0, 1, 2, 2], num_classes=3).tolist()
     [[1, 0, 0], [0, 1, 0], [0, 1, 1]]
     """
     num_classes = _check_num_classes(num_classes)
-    predictions = validation.as_real_array(predictions, "predictions")
-    labels = validation.as_real_array(labels, "labels")
-    weights = (
-        None if sample_weight is None else validation.as_real_array(sample_weight, "sample_weight")
-    )
+    cells = num_classes * num_classes
+    if cells >= 2**24:
+        raise ValueError(f"`num_classes` too large for exact pair codes; got {num_classes}.")
+    predictions, invalid_predictions = _class_indices(predictions, "predictions", num_classes)
+    labels, invalid_labels = _class_indices(labels, "labels", num_classes)
+    weights, invalid_weights = _count_weights(sample_weight)
     batch_shape = validation.sample_axis_shapes(
         [("predictions", predictions), ("labels", labels), ("sample_weight", weights)]
     )
-    invalid = _check_classes(predictions, "predictions", num_classes) | _check_classes(
-        labels, "labels", num_classes
-    )
-    if weights is not None:
-        invalid = invalid | validation.check_weights(weights)
-    cells = num_classes * num_classes
+    invalid = invalid_predictions | invalid_labels | invalid_weights
 
     def kernel(predictions: Array, labels: Array, weights: Array | None) -> Array:
-        code = labels.astype(jnp.int32) * num_classes + predictions.astype(jnp.int32)
+        code = labels * num_classes + predictions
         ranked = sorting.rank(code.astype(jnp.float32))  # codes < 2^24 are exact in float32
         tallies = sorting.tally(ranked, jnp.zeros_like(code), weights)
         total = tallies.negative  # every sample is a "negative" here: the prefix of all weight
@@ -94,10 +106,13 @@ def confusion_matrix(
         cumulative = sorting.at_thresholds(ranked, total, edges, inclusive=False)
         return jnp.diff(cumulative).reshape(num_classes, num_classes)
 
-    if cells >= 2**24:
-        raise ValueError(f"`num_classes` too large for exact pair codes; got {num_classes}.")
     matrix = validation.map_batch(kernel, predictions, labels, weights)
     return validation.nan_where(jnp.broadcast_to(invalid, batch_shape), matrix)
+
+
+def _marked(matrix: Array) -> Array:
+    """Per-batch flag of a matrix that carries the -1 count marker of a bad jit input."""
+    return jnp.any(matrix < 0, axis=(-2, -1))
 
 
 def one_vs_rest(matrix: Any) -> Counts:
@@ -105,15 +120,22 @@ def one_vs_rest(matrix: Any) -> Counts:
 
     For class c: TP the diagonal, FP the rest of column c, FN the rest of row c, TN everything
     else. Feed the result to any rate with ``average=None | "micro" | "macro" | "weighted"``.
+    A matrix carrying the -1 marker (a bad input under jit) gives counts that are all -1 (NaN
+    for float counts), so every rate of them is NaN.
     """
-    matrix = validation.as_real_array(matrix, "matrix", min_ndim=2)
-    if matrix.shape[-1] != matrix.shape[-2]:
-        raise ValueError(f"`matrix` must be square [*batch, C, C]; got shape {matrix.shape}.")
+    matrix = _square(matrix)
     tp = jnp.diagonal(matrix, axis1=-2, axis2=-1)
     fp = matrix.sum(-2) - tp
     fn = matrix.sum(-1) - tp
     tn = matrix.sum((-2, -1))[..., None] - tp - fp - fn
-    return Counts(tp, fp, fn, tn)
+    return validation.nan_where(_marked(matrix), Counts(tp, fp, fn, tn))
+
+
+def _square(matrix: Any) -> Array:
+    matrix = validation.as_real_array(matrix, "matrix", min_ndim=2)
+    if matrix.shape[-1] != matrix.shape[-2]:
+        raise ValueError(f"`matrix` must be square [*batch, C, C]; got shape {matrix.shape}.")
+    return matrix
 
 
 def cohen_kappa(matrix: Any, *, weights: str | None = None) -> Array:
@@ -122,42 +144,55 @@ def cohen_kappa(matrix: Any, *, weights: str | None = None) -> Array:
     .. math:: \kappa = 1 - \frac{\sum_{ij} w_{ij} O_{ij}}{\sum_{ij} w_{ij} E_{ij}}
 
     with E the outer product of the margins (scaled to the total) and w 0/1 off the diagonal,
-    ``|i - j|`` ("linear") or ``(i - j)^2`` ("quadratic"). An empty denominator gives NaN.
+    ``|i - j|`` ("linear") or ``(i - j)^2`` ("quadratic"). The matrix is scaled to proportions
+    first, so huge weights (1e20) cannot overflow. An empty denominator or an empty matrix gives
+    NaN, and so does a matrix carrying the -1 marker of a bad input under jit.
+
+    Returns:
+      ``[*batch]`` kappas, float32 (float64 under x64).
     """
-    if weights not in (None, "linear", "quadratic"):
-        raise ValueError(f"`weights` must be None, 'linear' or 'quadratic'; got {weights!r}.")
-    matrix = validation.as_real_array(matrix, "matrix", min_ndim=2).astype(jnp.float32)
-    num_classes = matrix.shape[-1]
-    total = matrix.sum((-2, -1), keepdims=True)
-    expected = matrix.sum(-1, keepdims=True) * matrix.sum(-2, keepdims=True) / total
-    index = jnp.arange(num_classes)
-    distance = jnp.abs(index[:, None] - index[None, :]).astype(jnp.float32)
+    validation.check_option(weights, "weights", (None, "linear", "quadratic"))
+    matrix = _square(matrix)
+    marked = _marked(matrix)
+    dtype = validation.float_dtype()
+    shares = safe_divide(matrix, matrix.sum((-2, -1), keepdims=True))
+    expected = shares.sum(-1, keepdims=True) * shares.sum(-2, keepdims=True)
+    index = np.arange(matrix.shape[-1])
+    distance = jnp.asarray(np.abs(index[:, None] - index[None, :]), dtype)
     if weights is None:
-        cost = (distance > 0).astype(jnp.float32)
+        cost = (distance > 0).astype(dtype)
     else:
         cost = distance if weights == "linear" else distance**2
-    observed_cost = (cost * matrix).sum((-2, -1))
+    observed_cost = (cost * shares).sum((-2, -1))
     expected_cost = (cost * expected).sum((-2, -1))
-    return 1 - safe_divide(observed_cost, expected_cost, jnp.nan)
+    return jnp.where(marked, jnp.nan, 1 - safe_divide(observed_cost, expected_cost, jnp.nan))
 
 
-def _probability_matrix(probs: Any, labels: Any, sample_weight: Any = None):
-    probs = validation.as_scores(probs, "probs")
+def _is_not_finite(values: Any) -> Any:
+    return ~((values > -np.inf) & (values < np.inf))  # NaN fails both comparisons
+
+
+def _probability_matrix(probs: Any, labels: Any):
+    """Class scores ``[*batch, n, C]``, labels int32 ``[*batch, n]`` and `invalid` ``[*batch]``."""
+    probs = validation.as_scores(probs, "probs", host=True)
     if probs.ndim < 2:
         raise ValueError(f"`probs` must have shape [*batch, n, C]; got {probs.shape}.")
     num_classes = probs.shape[-1]
-    labels = validation.as_real_array(labels, "labels")
+    labels, invalid_labels = _class_indices(labels, "labels", num_classes)
     if labels.shape[-1] != probs.shape[-2]:
         raise ValueError(
             f"`labels` must have one class per row of `probs`: expected {probs.shape[-2]} samples, "
             f"got shape {labels.shape}."
         )
-    invalid = validation.check_finite(probs.reshape(probs.shape[:-2] + (-1,)), "probs")
-    invalid = invalid | _check_classes(labels, "labels", num_classes)
-    weights = (
-        None if sample_weight is None else validation.as_real_array(sample_weight, "sample_weight")
-    )
-    return probs, labels.astype(jnp.int32), weights, invalid, num_classes
+    invalid = validation.check_values(probs, "probs", _is_not_finite, "be finite", sample_axes=2)
+    try:
+        batch_shape = tuple(np.broadcast_shapes(probs.shape[:-2], labels.shape[:-1]))
+    except ValueError:
+        raise ValueError(
+            f"batch axes must broadcast; got `probs` {probs.shape} and `labels` {labels.shape}."
+        ) from None
+    invalid = jnp.broadcast_to(invalid | invalid_labels, batch_shape)
+    return jnp.asarray(probs), labels, invalid, num_classes
 
 
 def top_k_accuracy(probs: Any, labels: Any, *, k: int, sample_weight: Any = None) -> Array:
@@ -167,28 +202,38 @@ def top_k_accuracy(probs: Any, labels: Any, *, k: int, sample_weight: Any = None
     true class ties with others at the k-th place, the sample counts the chance that a random
     tie-break keeps it in the top k (the same rule as `precision_at_k`).
 
+    Conventions: NaN/inf scores, class indices outside [0, C) and negative or non-finite weights
+    raise `ValueError` eagerly; under jit that batch element is NaN. A zero total weight gives
+    NaN.
+
     Args:
       probs: ``[*batch, n, C]`` class scores.
       labels: ``[*batch, n]`` true class indices.
-      k: a positive int (static).
+      k: a positive int (static; Python or numpy).
+      sample_weight: optional ``[*batch, n]`` non-negative weights.
+
+    Returns:
+      ``[*batch]`` accuracies.
     """
-    if not isinstance(k, int) or k < 1:
-        raise ValueError(f"`k` must be a positive int; got {k!r}.")
-    probs, labels, weights, invalid, _ = _probability_matrix(probs, labels, sample_weight)
+    k = validation.check_count(k, "k")
+    probs, labels, invalid, _ = _probability_matrix(probs, labels)
     true_score = jnp.take_along_axis(probs, labels[..., None], axis=-1)
     higher = (probs > true_score).sum(-1)
     tied = (probs == true_score).sum(-1)  # includes the true class itself
-    hit = jnp.clip((k - higher) / tied, 0.0, 1.0)
-    if weights is None:
+    hit = jnp.clip((k - higher) / tied, 0.0, 1.0).astype(validation.float_dtype())
+    if sample_weight is None:
         value = hit.mean(-1)
     else:
-        weights = weights.astype(hit.dtype)
+        weights = validation.as_real_array(sample_weight, "sample_weight", host=True)
+        validation.sample_axis_shapes([("labels", labels), ("sample_weight", weights)])
+        invalid = invalid | validation.check_weights(weights)
+        weights = jnp.asarray(weights).astype(hit.dtype)
         value = safe_divide((hit * weights).sum(-1), weights.sum(-1))
     return validation.nan_where(invalid, value)
 
 
 def multiclass_roc_auc(
-    probs: Any, labels: Any, *, average: str = "macro", multi_class: str = "ovr"
+    probs: Any, labels: Any, *, average: str | None = "macro", multi_class: str = "ovr"
 ) -> Array:
     """Multiclass ROC AUC, one-vs-rest or one-vs-one (Hand & Till 2001), as scikit-learn.
 
@@ -199,38 +244,45 @@ def multiclass_roc_auc(
     "macro" averages the pairs (Hand & Till's M), "weighted" weighs a pair by its share of samples.
     A class without samples makes its AUCs NaN, and a macro average over them NaN.
 
+    Conventions: NaN/inf scores and class indices outside [0, C) raise `ValueError` eagerly;
+    under jit that batch element is NaN.
+
     Args:
-      probs: ``[n, C]`` class scores (each row a distribution, for sklearn's checks).
-      labels: ``[n]`` class indices.
+      probs: ``[*batch, n, C]`` class scores (each row a distribution, for sklearn's checks).
+      labels: ``[*batch, n]`` class indices.
+
+    Returns:
+      ``[*batch]`` (``[*batch, C]`` per class for ``average=None``).
     """
-    if multi_class not in ("ovr", "ovo"):
-        raise ValueError(f"`multi_class` must be 'ovr' or 'ovo'; got {multi_class!r}.")
-    if average not in (None, "macro", "weighted"):
-        raise ValueError(f"`average` must be None, 'macro' or 'weighted'; got {average!r}.")
-    probs, labels, _, invalid, num_classes = _probability_matrix(probs, labels)
-    if probs.ndim != 2:
-        raise ValueError(f"`probs` must have shape [n, C]; got {probs.shape}.")
-    classes = jnp.arange(num_classes)
-    members = (labels[None, :] == classes[:, None]).astype(jnp.int32)  # [C, n]
-    prevalence = members.sum(-1).astype(jnp.float32)
+    validation.check_option(multi_class, "multi_class", ("ovr", "ovo"))
+    validation.check_option(average, "average", (None, "macro", "weighted"))
+    if multi_class == "ovo" and average is None:
+        raise ValueError("`average=None` is not defined for multi_class='ovo'.")
+    probs, labels, invalid, num_classes = _probability_matrix(probs, labels)
+    by_class = jnp.swapaxes(probs, -1, -2)  # [*batch, C, n]: the samples on the last axis
+    classes = jnp.arange(num_classes)[:, None]
+    members = (labels[..., None, :] == classes).astype(jnp.int32)  # [*batch, C, n]
+    prevalence = members.sum(-1).astype(validation.float_dtype())
     if multi_class == "ovr":
-        aucs = ranking.roc_auc(probs.T, members)
+        aucs = ranking.roc_auc(by_class, members)
         weight = prevalence
     else:
-        if average is None:
-            raise ValueError("`average=None` is not defined for multi_class='ovo'.")
         first, second = np.triu_indices(num_classes, k=1)
-        in_pair = members[first] + members[second]  # [pairs, n] sample weights 0/1
-        forward = ranking.roc_auc(probs.T[first], members[first], sample_weight=in_pair)
-        backward = ranking.roc_auc(probs.T[second], members[second], sample_weight=in_pair)
+        in_pair = members[..., first, :] + members[..., second, :]  # sample weights 0/1
+        forward = ranking.roc_auc(
+            by_class[..., first, :], members[..., first, :], sample_weight=in_pair
+        )
+        backward = ranking.roc_auc(
+            by_class[..., second, :], members[..., second, :], sample_weight=in_pair
+        )
         aucs = (forward + backward) / 2
-        weight = prevalence[first] + prevalence[second]
-    aucs = jnp.where(invalid, jnp.nan, aucs)
+        weight = prevalence[..., first] + prevalence[..., second]
+    aucs = validation.nan_where(invalid, aucs)
     if average is None:
         return aucs
     if average == "macro":
-        return aucs.mean()
-    return (aucs * weight).sum() / weight.sum()
+        return aucs.mean(-1)
+    return (aucs * weight).sum(-1) / weight.sum(-1)
 
 
 class ClassificationReport(NamedTuple):
@@ -258,7 +310,8 @@ def classification_report(
 
     The numbers of `sklearn.metrics.classification_report` (as arrays, not text), computed from
     one confusion matrix. Undefined rates are `zero_division` (NaN by default), and a macro
-    average over a NaN class is NaN.
+    average over a NaN class is NaN. Bad input as `confusion_matrix`: under jit a bad batch
+    element has every rate and the accuracy NaN and its support -1.
     """
     matrix = confusion_matrix(
         predictions, labels, num_classes=num_classes, sample_weight=sample_weight
@@ -280,11 +333,12 @@ def classification_report(
     accuracy = safe_divide(
         jnp.trace(matrix, axis1=-2, axis2=-1), matrix.sum((-2, -1)), zero_division
     )
+    support, accuracy = validation.nan_where(_marked(matrix), (counts.tp + counts.fn, accuracy))
     return ClassificationReport(
         per_class["precision"],
         per_class["recall"],
         per_class["f1"],
-        counts.tp + counts.fn,
+        support,
         accuracy,
         averaged("macro"),
         averaged("weighted"),
@@ -308,8 +362,15 @@ def over_folds(
       fold_axis: which axis of the counts holds the folds.
       pooled: False to average the per-fold rates instead.
       **options: passed to `rate` (e.g. ``average="macro"``, ``beta=2.0``).
+
+    A fold carrying the -1 count marker (a bad input under jit) makes the result NaN either way:
+    pooled, the sum keeps the marker instead of adding -1s into the other folds' counts.
     """
     counts = Counts(*(jnp.asarray(c) for c in counts))
-    if pooled:
-        return rate(Counts(*(c.sum(axis=fold_axis) for c in counts)), **options)
-    return jnp.mean(rate(counts, **options), axis=fold_axis)
+    if not pooled:
+        return jnp.mean(rate(counts, **options), axis=fold_axis)
+    marked = jnp.any(
+        (counts.tp < 0) | (counts.fp < 0) | (counts.fn < 0) | (counts.tn < 0), axis=fold_axis
+    )
+    total = Counts(*(c.sum(axis=fold_axis) for c in counts))
+    return rate(validation.nan_where(marked, total), **options)

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtr, ndtri
 
-from jaxmetrics._src import recipe, validation
+from jaxmetrics._src import recipe, sorting, validation
 from jaxmetrics._src.typing import Array, ArrayLike, BootstrapMethod, Sampling, options_of
 
 _METHODS = options_of(BootstrapMethod)
@@ -294,17 +294,18 @@ def _sharded_values(metric, mesh, data, strata, key, first, *, sampling, chunks,
 
     def on_device(data, strata, key, first):
         mine = first + jax.lax.axis_index(axis) * chunks * size
-        return _resampled_body(
-            metric,
-            data,
-            strata,
-            key,
-            mine,
-            sampling=sampling,
-            chunks=chunks,
-            size=size,
-            on_mesh=True,
-        )
+        with sorting.without_host_cumulative():
+            return _resampled_body(
+                metric,
+                data,
+                strata,
+                key,
+                mine,
+                sampling=sampling,
+                chunks=chunks,
+                size=size,
+                on_mesh=True,
+            )
 
     return jax.shard_map(
         on_device,

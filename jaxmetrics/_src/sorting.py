@@ -18,6 +18,8 @@ Layout (1-D kernels; callers lift them over batch axes with ``validation.map_bat
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 from typing import NamedTuple
 
@@ -186,6 +188,21 @@ def _host_cumulative(values: np.ndarray, *, op: str) -> np.ndarray:
     return np.cumsum(values, axis=-1, dtype=np.float64).astype(values.dtype)
 
 
+# Per-step host callbacks from several emulated CPU devices inside `shard_map` starve XLA's
+# thread pool (seen to hang), so code traced for a mesh turns the running sums back to XLA's.
+_device_cumulative_only = contextvars.ContextVar("device_cumulative_only", default=False)
+
+
+@contextlib.contextmanager
+def without_host_cumulative():
+    """Trace running sums and maxima with XLA's own ops (for code traced inside `shard_map`)."""
+    token = _device_cumulative_only.set(True)
+    try:
+        yield
+    finally:
+        _device_cumulative_only.reset(token)
+
+
 def cumulative(values: Array, *, op: str = "sum") -> Array:
     """Inclusive running sum or maximum along the last axis, without gradients.
 
@@ -193,6 +210,9 @@ def cumulative(values: Array, *, op: str = "sum") -> Array:
     compilation alone takes ~0.4 s per shape (measured), the bulk of a metric's first call;
     numpy runs it as fast at any size. Elsewhere XLA's own.
     """
+
+    if _device_cumulative_only.get():
+        return _device_cumulative(values, op=op)
 
     def on_cpu(values: Array) -> Array:
         result = jax.ShapeDtypeStruct(values.shape, values.dtype)

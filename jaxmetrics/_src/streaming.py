@@ -8,6 +8,16 @@ axis for every state whose merge is addition (`BinnedCurve`, `ConfusionState`, `
 
 Counting goes through the library's engine: a batch's counts at a threshold grid are one call to
 `confusion_counts` (one sort), and a `Collection` gives all its thresholded states one such call.
+
+Bad batches: called eagerly, `update` raises on a bad value (NaN score, label 2, negative
+weight) like every metric. Under jit it cannot, so the batch is not added; instead the state's
+``num_bad_batches`` leaf counts it, merging by addition like the counts, and `compute` returns
+NaN for every metric (and curve) of a state that ever saw one, never a number computed without
+the bad batch. A `Mean` is poisoned by a NaN total instead.
+
+Float weights give float counts: a state created with int32 counts (the default, exact) is
+promoted to float on its first float-weighted update (create it with ``dtype=jnp.float32`` to
+keep one type through a `lax.scan`). With x64 on, results are float64.
 """
 
 from __future__ import annotations
@@ -44,6 +54,33 @@ def _add(first, second):
     return jax.tree_util.tree_map(jnp.add, first, second)
 
 
+def _is_bad(counts: Any) -> Array:
+    """True when counts carry the mark of a bad batch under jit: -1 (int) or NaN (float)."""
+    leaves = jax.tree_util.tree_leaves(counts)
+    return jnp.any(jnp.stack([jnp.any((c < 0) | jnp.isnan(c)) for c in leaves]))
+
+
+def _accumulate(total: Array, new: Array, skip: Array) -> Array:
+    """`total + new` in their common type, adding nothing when `skip` (a bad batch)."""
+    dtype = jnp.promote_types(total.dtype, new.dtype)
+    return total.astype(dtype) + jnp.where(skip, jnp.zeros((), dtype), new.astype(dtype))
+
+
+def _one_batch(values: Any, name: str) -> None:
+    if np.ndim(values) != 1:
+        raise ValueError(f"`{name}` must be one batch [n]; got shape {np.shape(values)}.")
+
+
+def _poisoned(result: dict, bad: Array) -> dict:
+    """NaN for every float result of a state that saw a bad batch."""
+    return {
+        key: jnp.where(bad, jnp.nan, value)
+        if jnp.issubdtype(jnp.asarray(value).dtype, jnp.floating)
+        else value
+        for key, value in result.items()
+    }
+
+
 def _check_same_config(first, second, name: str) -> None:
     if type(first) is not type(second):
         raise TypeError(f"cannot merge a {type(first).__name__} with a {type(second).__name__}.")
@@ -58,7 +95,8 @@ def _check_same_config(first, second, name: str) -> None:
 class BinnedCurve:
     """Counts at a fixed threshold grid: O(T) memory, merge is addition (psum-able).
 
-    ``tp[k]``/``fp[k]`` count the positives/negatives scoring >= ``thresholds[k]``. `compute`
+    ``tp[k]``/``fp[k]`` count the positives/negatives scoring >= ``thresholds[k]``;
+    ``num_bad_batches`` counts batches refused under jit (`compute` is then all NaN). `compute`
     gives ROC AUC (trapezoids between grid points), AP (step sum over the grid), the curves, and
     ``roc_auc_max_error``: the exact AUC lies within this distance of the binned one, because the
     order of samples inside a bin is unknown and each bin's ROC segment can bend anywhere within
@@ -70,6 +108,7 @@ class BinnedCurve:
     fp: Array
     total_positive: Array
     total_negative: Array
+    num_bad_batches: Array
     thresholds: tuple = _static()
 
     @classmethod
@@ -84,8 +123,8 @@ class BinnedCurve:
     ) -> BinnedCurve:
         """A grid of `num_thresholds` equally spaced in [low, high], or the given `thresholds`.
 
-        `dtype` int32 counts exactly (unweighted or integer weights); use float32 for float
-        weights.
+        `dtype` int32 counts exactly (unweighted or integer weights); float weights promote the
+        counts to float on update (start with float32 to keep one type through a scan).
         """
         if thresholds is None:
             if not isinstance(num_thresholds, int) or num_thresholds < 2:
@@ -96,7 +135,14 @@ class BinnedCurve:
             if grid.size < 1 or not np.isfinite(grid).all():
                 raise ValueError("`thresholds` must be a non-empty set of finite numbers.")
         zeros = jnp.zeros(grid.size, dtype)
-        return cls(zeros, zeros, jnp.zeros((), dtype), jnp.zeros((), dtype), tuple(grid.tolist()))
+        return cls(
+            zeros,
+            zeros,
+            jnp.zeros((), dtype),
+            jnp.zeros((), dtype),
+            jnp.zeros((), jnp.int32),
+            tuple(grid.tolist()),
+        )
 
     @classmethod
     def from_quantiles(cls, scores: Any, num_thresholds: int = 200, **kwargs) -> BinnedCurve:
@@ -110,17 +156,22 @@ class BinnedCurve:
         return jnp.asarray(self.thresholds, jnp.float32)
 
     def _add_counts(self, counts: Counts) -> BinnedCurve:
-        dtype = self.tp.dtype
-        return dataclasses.replace(
-            self,
-            tp=self.tp + counts.tp.astype(dtype),
-            fp=self.fp + counts.fp.astype(dtype),
-            total_positive=self.total_positive + (counts.tp[0] + counts.fn[0]).astype(dtype),
-            total_negative=self.total_negative + (counts.fp[0] + counts.tn[0]).astype(dtype),
+        bad = _is_bad(counts)
+        return BinnedCurve(
+            _accumulate(self.tp, counts.tp, bad),
+            _accumulate(self.fp, counts.fp, bad),
+            _accumulate(self.total_positive, counts.tp[0] + counts.fn[0], bad),
+            _accumulate(self.total_negative, counts.fp[0] + counts.tn[0], bad),
+            self.num_bad_batches + bad.astype(jnp.int32),
+            self.thresholds,
         )
 
     def update(self, scores: Any, labels: Any, *, sample_weight: Any = None) -> BinnedCurve:
-        """Add a 1-D batch (one sort of the batch, then a binary search per threshold)."""
+        """Add a 1-D batch (one sort of the batch, then a binary search per threshold).
+
+        Bad values raise eagerly; under jit the batch is counted in ``num_bad_batches``.
+        """
+        _one_batch(scores, "scores")
         counts = counts_lib.confusion_counts(scores, labels, self.grid, sample_weight=sample_weight)
         return self._add_counts(counts)
 
@@ -129,11 +180,13 @@ class BinnedCurve:
         return _add(self, other)
 
     def compute(self) -> dict:
-        p = self.total_positive.astype(jnp.float32)
-        n = self.total_negative.astype(jnp.float32)
+        dtype = validation.float_dtype()
+        p = self.total_positive.astype(dtype)
+        n = self.total_negative.astype(dtype)
         # points from the highest threshold down, closed by (0, 0) and (1, 1)
-        tp = jnp.concatenate([jnp.zeros(1), self.tp[::-1].astype(jnp.float32), p[None]])
-        fp = jnp.concatenate([jnp.zeros(1), self.fp[::-1].astype(jnp.float32), n[None]])
+        zero = jnp.zeros(1, dtype)
+        tp = jnp.concatenate([zero, self.tp[::-1].astype(dtype), p[None]])
+        fp = jnp.concatenate([zero, self.fp[::-1].astype(dtype), n[None]])
         tpr, fpr = tp / p, fp / n
         width, rise = jnp.diff(fpr), jnp.diff(tpr)
         auc = (width * (tpr[1:] + tpr[:-1]) / 2).sum()
@@ -141,17 +194,21 @@ class BinnedCurve:
         ap = (rise * precision).sum()
         one_class = (p == 0) | (n == 0)
         nan = jnp.nan
-        return {
-            "roc_auc": jnp.where(one_class, nan, auc),
-            "roc_auc_max_error": jnp.where(one_class, nan, (width * rise).sum() / 2),
-            "average_precision": jnp.where(one_class, nan, ap),
-            "fpr": fpr,
-            "tpr": tpr,
-            "precision": jnp.concatenate([jnp.ones(1), precision]),
-            "thresholds": jnp.concatenate(
-                [jnp.full(1, jnp.inf), self.grid[::-1], jnp.full(1, -jnp.inf)]
-            ),
-        }
+        result = _poisoned(
+            {
+                "roc_auc": jnp.where(one_class, nan, auc),
+                "roc_auc_max_error": jnp.where(one_class, nan, (width * rise).sum() / 2),
+                "average_precision": jnp.where(one_class, nan, ap),
+                "fpr": fpr,
+                "tpr": tpr,
+                "precision": jnp.concatenate([jnp.ones(1, dtype), precision]),
+            },
+            self.num_bad_batches > 0,
+        )
+        result["thresholds"] = jnp.concatenate(
+            [jnp.full(1, jnp.inf), self.grid[::-1], jnp.full(1, -jnp.inf)]
+        )
+        return result
 
 
 @_state
@@ -160,8 +217,10 @@ class ExactCurve:
 
     Memory is O(capacity). When more samples arrive than fit, the extra ones are dropped and
     ``overflowed`` is set; `compute` then returns NaN metrics and ``overflowed: True`` rather than
-    a number computed on part of the data. Merge appends the other buffer (also overflow-checked);
-    across devices gather the buffers (``jax.lax.all_gather``) rather than psum them.
+    a number computed on part of the data. A bad batch under jit is not stored but counted in
+    ``num_bad_batches``, which also makes `compute` NaN. Merge appends the other buffer (also
+    overflow-checked); across devices gather the buffers (``jax.lax.all_gather``) rather than
+    psum them.
     """
 
     scores: Array
@@ -169,17 +228,19 @@ class ExactCurve:
     weights: Array
     count: Array
     overflowed: Array
+    num_bad_batches: Array
 
     @classmethod
     def empty(cls, capacity: int) -> ExactCurve:
-        if not isinstance(capacity, int) or capacity < 1:
-            raise ValueError(f"`capacity` must be a positive int; got {capacity!r}.")
+        capacity = validation.check_count(capacity, "capacity")
+        dtype = validation.float_dtype()
         return cls(
-            jnp.zeros(capacity, jnp.float32),
+            jnp.zeros(capacity, dtype),
             jnp.zeros(capacity, jnp.int32),
-            jnp.zeros(capacity, jnp.float32),
+            jnp.zeros(capacity, dtype),
             jnp.zeros((), jnp.int32),
             jnp.zeros((), bool),
+            jnp.zeros((), jnp.int32),
         )
 
     @property
@@ -191,40 +252,47 @@ class ExactCurve:
         source = position - self.count
         incoming = (source >= 0) & (source < size)
         take = jnp.clip(source, 0, scores.shape[0] - 1)
-        return ExactCurve(
-            jnp.where(incoming, scores[take], self.scores),
-            jnp.where(incoming, labels[take], self.labels),
-            jnp.where(incoming, weights[take], self.weights),
-            jnp.minimum(self.count + size, self.capacity),
-            self.overflowed | (self.count + size > self.capacity),
+        return dataclasses.replace(
+            self,
+            scores=jnp.where(incoming, scores[take].astype(self.scores.dtype), self.scores),
+            labels=jnp.where(incoming, labels[take], self.labels),
+            weights=jnp.where(incoming, weights[take].astype(self.weights.dtype), self.weights),
+            count=jnp.minimum(self.count + size, self.capacity),
+            overflowed=self.overflowed | (self.count + size > self.capacity),
         )
 
     def update(self, scores: Any, labels: Any, *, sample_weight: Any = None) -> ExactCurve:
+        """Append a 1-D batch; bad values raise eagerly, under jit the batch is counted in
+        ``num_bad_batches`` and not stored."""
+        _one_batch(scores, "scores")
         scores, labels, weights, invalid = validation.binary_inputs(scores, labels, sample_weight)
-        if scores.ndim != 1:
-            raise ValueError(f"`scores` must be one batch [n]; got shape {scores.shape}.")
-        weights = jnp.ones(scores.shape, jnp.float32) if weights is None else weights
-        weights = jnp.where(invalid, jnp.nan, weights.astype(jnp.float32))
-        size = jnp.asarray(scores.shape[0], jnp.int32)
-        return self._append(scores.astype(jnp.float32), labels, weights, size)
+        weights = jnp.ones(scores.shape, self.weights.dtype) if weights is None else weights
+        size = jnp.where(invalid, 0, scores.shape[0]).astype(jnp.int32)
+        appended = self._append(
+            jnp.asarray(scores), jnp.asarray(labels), jnp.asarray(weights), size
+        )
+        return dataclasses.replace(
+            appended, num_bad_batches=self.num_bad_batches + jnp.asarray(invalid, jnp.int32)
+        )
 
     def merge(self, other: ExactCurve) -> ExactCurve:
         merged = self._append(other.scores, other.labels, other.weights, other.count)
-        return dataclasses.replace(merged, overflowed=merged.overflowed | other.overflowed)
+        return dataclasses.replace(
+            merged,
+            overflowed=merged.overflowed | other.overflowed,
+            num_bad_batches=self.num_bad_batches + other.num_bad_batches,
+        )
 
     def compute(self) -> dict:
         filled = jnp.arange(self.capacity) < self.count
         weights = jnp.where(filled, self.weights, 0.0)
-        poisoned = self.overflowed | jnp.isnan(weights).any()
-        weights = jnp.where(jnp.isnan(weights), 0.0, weights)
         auc = ranking.roc_auc(self.scores, self.labels, sample_weight=weights)
         ap = ranking.average_precision(self.scores, self.labels, sample_weight=weights)
-        return {
-            "roc_auc": jnp.where(poisoned, jnp.nan, auc),
-            "average_precision": jnp.where(poisoned, jnp.nan, ap),
-            "count": self.count,
-            "overflowed": self.overflowed,
-        }
+        result = _poisoned(
+            {"roc_auc": auc, "average_precision": ap},
+            self.overflowed | (self.num_bad_batches > 0),
+        )
+        return {**result, "count": self.count, "overflowed": self.overflowed}
 
 
 @_state
@@ -234,51 +302,68 @@ class ConfusionState:
     Binary: ``ConfusionState.empty(thresholds=[0.5])``, updated with scores and 0/1 labels.
     Multiclass: ``ConfusionState.empty(num_classes=C)``, updated with predicted and true classes.
     Merge is addition. `compute` gives precision, recall, F1 and accuracy (per threshold, or
-    per class with macro/micro averages).
+    per class with macro/micro averages); all NaN once a bad batch was seen under jit
+    (``num_bad_batches``). Float weights are counted in float, never truncated.
     """
 
     counts: Any  # Counts [T] (binary) or a [C, C] matrix
+    num_bad_batches: Array
     thresholds: tuple | None = _static(default=None)
     num_classes: int | None = _static(default=None)
 
     @classmethod
-    def empty(cls, *, thresholds: Any = None, num_classes: int | None = None) -> ConfusionState:
+    def empty(
+        cls, *, thresholds: Any = None, num_classes: int | None = None, dtype=jnp.int32
+    ) -> ConfusionState:
+        """`dtype` int32 counts exactly; float weights promote the counts to float on update."""
         if (thresholds is None) == (num_classes is None):
             raise ValueError("give either `thresholds` (binary) or `num_classes` (multiclass).")
+        no_bad_batches = jnp.zeros((), jnp.int32)
         if num_classes is not None:
-            return cls(jnp.zeros((num_classes, num_classes), jnp.int32), None, num_classes)
+            num_classes = validation.check_count(num_classes, "num_classes", minimum=2)
+            matrix = jnp.zeros((num_classes, num_classes), dtype)
+            return cls(matrix, no_bad_batches, None, num_classes)
         grid = tuple(np.asarray(thresholds, np.float32).reshape(-1).tolist())
-        zeros = jnp.zeros(len(grid), jnp.int32)
-        return cls(Counts(zeros, zeros, zeros, zeros), grid, None)
+        zeros = jnp.zeros(len(grid), dtype)
+        return cls(Counts(zeros, zeros, zeros, zeros), no_bad_batches, grid, None)
 
-    def _add_counts(self, counts: Counts) -> ConfusionState:
+    def _add_counts(self, counts: Any) -> ConfusionState:
+        bad = _is_bad(counts)
+        added = jax.tree_util.tree_map(
+            lambda total, new: _accumulate(total, new, bad), self.counts, counts
+        )
         return dataclasses.replace(
-            self, counts=Counts(*(a + b for a, b in zip(self.counts, counts)))
+            self, counts=added, num_bad_batches=self.num_bad_batches + bad.astype(jnp.int32)
         )
 
     def update(self, predictions: Any, labels: Any, *, sample_weight: Any = None) -> ConfusionState:
+        """Add a 1-D batch; bad values raise eagerly, under jit the batch is counted in
+        ``num_bad_batches``."""
+        _one_batch(predictions, "predictions")
         if self.num_classes is not None:
             matrix = multiclass.confusion_matrix(
                 predictions, labels, num_classes=self.num_classes, sample_weight=sample_weight
             )
-            return dataclasses.replace(self, counts=self.counts + matrix.astype(self.counts.dtype))
+            return self._add_counts(matrix)
         grid = jnp.asarray(self.thresholds, jnp.float32)
         counts = counts_lib.confusion_counts(predictions, labels, grid, sample_weight=sample_weight)
-        return self._add_counts(Counts(*(c.astype(jnp.int32) for c in counts)))
+        return self._add_counts(counts)
 
     def merge(self, other: ConfusionState) -> ConfusionState:
         _check_same_config(self, other, "ConfusionState")
         return _add(self, other)
 
     def compute(self) -> dict:
+        bad = self.num_bad_batches > 0
         if self.num_classes is None:
             c = self.counts
-            return {
+            result = {
                 "precision": counts_lib.precision(c),
                 "recall": counts_lib.recall(c),
                 "f1": counts_lib.f_beta(c),
                 "accuracy": counts_lib.accuracy(c),
             }
+            return _poisoned(result, bad)
         c = multiclass.one_vs_rest(self.counts)
         result = {"accuracy": counts_lib.accuracy(c, average="micro")}
         for name, rate in (
@@ -289,28 +374,47 @@ class ConfusionState:
             result[name] = rate(c)
             result[f"{name}_macro"] = rate(c, average="macro")
             result[f"{name}_micro"] = rate(c, average="micro")
-        return result
+        return _poisoned(result, bad)
+
+
+def _is_not_finite(values: Any) -> Any:
+    return ~((values > -np.inf) & (values < np.inf))  # NaN fails both comparisons
 
 
 @_state
 class Mean:
-    """Weighted running mean of per-sample values (a loss, an absolute error)."""
+    """Weighted running mean of per-sample values (a loss, an absolute error).
+
+    Non-finite values and negative or non-finite weights raise eagerly; under jit they make the
+    total NaN, which survives every later update and merge.
+    """
 
     total: Array
     weight: Array
 
     @classmethod
     def empty(cls) -> Mean:
-        return cls(jnp.zeros((), jnp.float32), jnp.zeros((), jnp.float32))
+        dtype = validation.float_dtype()
+        return cls(jnp.zeros((), dtype), jnp.zeros((), dtype))
 
     def update(self, values: Any, *, sample_weight: Any = None) -> Mean:
-        values = jnp.asarray(values, jnp.float32)
-        weights = (
-            jnp.ones_like(values)
-            if sample_weight is None
-            else jnp.asarray(sample_weight, jnp.float32)
+        dtype = self.total.dtype
+        values = validation.as_real_array(values, "values", min_ndim=0, host=True)
+        every_axis = max(np.ndim(values), 1)
+        invalid = validation.check_values(
+            values, "values", _is_not_finite, "be finite", sample_axes=every_axis
         )
-        return Mean(self.total + (values * weights).sum(), self.weight + weights.sum())
+        values = jnp.asarray(values, dtype)
+        if sample_weight is None:
+            weights = jnp.ones_like(values)
+        else:
+            weights = validation.as_real_array(
+                sample_weight, "sample_weight", min_ndim=0, host=True
+            )
+            invalid = invalid | jnp.any(validation.check_weights(jnp.atleast_1d(weights)))
+            weights = jnp.broadcast_to(jnp.asarray(weights, dtype), values.shape)
+        total = jnp.where(invalid, jnp.nan, (values * weights).sum())
+        return Mean(self.total + total, self.weight + weights.sum())
 
     def merge(self, other: Mean) -> Mean:
         return _add(self, other)
@@ -331,6 +435,7 @@ class Collection:
     states: dict
 
     def update(self, scores: Any, labels: Any, *, sample_weight: Any = None) -> Collection:
+        _one_batch(scores, "scores")
         thresholded = {
             name: state
             for name, state in self.states.items()
