@@ -141,3 +141,12 @@ def test_x64_results_are_float64_end_to_end(rng, x64):
     assert float(jm.roc_auc(scores, labels)) == pytest.approx(
         skm.roc_auc_score(labels, scores), abs=1e-12
     )
+
+
+def test_delong_of_float64_scores_uses_their_exact_order(near_ties):
+    scores, labels = near_ties
+    result = jm.delong(scores, labels)
+    assert float(result.auc) == pytest.approx(skm.roc_auc_score(labels, scores), abs=1e-6)
+    assert float(result.variance) > 0
+    test = jm.delong_test(scores, 0.5 + (scores - 0.5) * 3, labels)  # the same order
+    assert float(test.statistic) == 0.0 and float(test.p_value) == 1.0

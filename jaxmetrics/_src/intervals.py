@@ -230,10 +230,17 @@ def _delong_moments(v10: Array, v01: Array, labels: Array) -> tuple[Array, Array
     return auc, covariance
 
 
-def _delong_inputs(named_scores: list[tuple[str, Any]], labels: Any) -> tuple[Array, Array, Array]:
-    """Scores ``[M, n]`` (stacked), labels int32 ``[n]`` and `invalid` ``[M]``."""
-    scores = [validation.as_scores(value, name) for name, value in named_scores]
-    labels = validation.as_real_array(labels, "labels")
+def _delong_inputs(named_scores: list[tuple[str, Any]], labels: Any) -> tuple:
+    """Checked scores (a tuple of ``[n]`` / ``[M, n]``), labels ``[n]`` and their bad-value flags.
+
+    Concrete scores are exact order keys (DeLong depends on each model's order only) and stay
+    on the host with the labels, so that an eager call compiles one program (`_delong_fields`).
+    """
+    scores = [
+        validation.as_scores(validation.order_keys(value, name)[0], name, host=True)
+        for name, value in named_scores
+    ]
+    labels = validation.as_real_array(labels, "labels", host=True)
     if any(s.ndim > 2 for s in scores) or labels.ndim != 1:
         shapes = ", ".join(f"{name} {s.shape}" for (name, _), s in zip(named_scores, scores))
         raise ValueError(
@@ -243,7 +250,7 @@ def _delong_inputs(named_scores: list[tuple[str, Any]], labels: Any) -> tuple[Ar
     validation.sample_axis_shapes(
         [(name, s) for (name, _), s in zip(named_scores, scores)] + [("labels", labels)]
     )
-    invalid = [validation.check_finite(s, name) for (name, _), s in zip(named_scores, scores)]
+    invalid = tuple(validation.check_finite(s, name) for (name, _), s in zip(named_scores, scores))
     shared = validation.check_binary_labels(labels)
     host = validation.host_values(labels)
     if host is not None:
@@ -256,9 +263,46 @@ def _delong_inputs(named_scores: list[tuple[str, Any]], labels: Any) -> tuple[Ar
     else:  # too few of a class: the variance is undefined, mark it rather than divide by zero
         positives = (labels == 1).sum()
         shared = shared | (positives < 2) | (labels.shape[0] - positives < 2)
+    return tuple(scores), labels, invalid, shared
+
+
+def _stacked(scores: tuple, labels: Array, invalid: tuple, shared: Array):
     stacked = jnp.concatenate([jnp.atleast_2d(s) for s in scores])
-    invalid = jnp.concatenate([jnp.atleast_1d(flag) for flag in invalid]) | shared
-    return stacked, (labels == 1).astype(jnp.int32), invalid
+    flags = jnp.concatenate([jnp.atleast_1d(flag) for flag in invalid]) | shared
+    return stacked, (labels == 1).astype(jnp.int32), flags
+
+
+@jax.jit
+def _delong_fields(scores: tuple, labels: Array, invalid: tuple, shared: Array, z: Array):
+    """Every field of `DeLong` for ``[M, n]`` scores, in one compiled program."""
+    scores, labels, invalid = _stacked(scores, labels, invalid, shared)
+    auc, covariance = _delong_moments(*_components(scores, labels), labels)
+    variance = jnp.diagonal(covariance)
+    half = z * jnp.sqrt(variance)
+    low, high = jnp.clip(auc - half, 0, 1), jnp.clip(auc + half, 0, 1)
+    auc, variance, low, high = validation.nan_where(invalid, (auc, variance, low, high))
+    covariance = jnp.where(invalid[:, None] | invalid[None, :], jnp.nan, covariance)
+    return DeLong(auc, variance, covariance, low, high)
+
+
+@jax.jit
+def _delong_test_fields(scores: tuple, labels: Array, invalid: tuple, shared: Array, z: Array):
+    """Every field of `DeLongTest` for two ``[n]`` score vectors, in one compiled program."""
+    scores, labels, invalid = _stacked(scores, labels, invalid, shared)
+    v10, v01 = _components(scores, labels)
+    # the difference's variance from the differences of the components: exactly 0 when the two
+    # models order every pair alike, where var_a + var_b - 2 cov_ab would be rounding noise
+    difference, variance = _delong_moments(v10[:1] - v10[1:], v01[:1] - v01[1:], labels)
+    difference, standard_error = difference[0], jnp.sqrt(jnp.maximum(variance[0, 0], 0))
+    degenerate = standard_error == 0
+    statistic = jnp.where(
+        degenerate,
+        jnp.where(difference == 0, 0.0, jnp.sign(difference) * jnp.inf),
+        difference / jnp.where(degenerate, 1.0, standard_error),
+    )
+    p_value = 2 * ndtr(-jnp.abs(statistic))
+    result = (statistic, p_value, difference - z * standard_error, difference + z * standard_error)
+    return DeLongTest(*validation.nan_where(invalid.any(), result))
 
 
 def delong(scores: Any, labels: Any, *, confidence: float = 0.95) -> DeLong:
@@ -286,14 +330,8 @@ def delong(scores: Any, labels: Any, *, confidence: float = 0.95) -> DeLong:
     """
     z = _z(confidence)
     was_1d = np.ndim(scores) == 1
-    scores, labels, invalid = _delong_inputs([("scores", scores)], labels)
-    auc, covariance = _delong_moments(*_components(scores, labels), labels)
-    variance = jnp.diagonal(covariance)
-    half = z * jnp.sqrt(variance)
-    low, high = jnp.clip(auc - half, 0, 1), jnp.clip(auc + half, 0, 1)
-    auc, variance, low, high = validation.nan_where(invalid, (auc, variance, low, high))
-    covariance = jnp.where(invalid[:, None] | invalid[None, :], jnp.nan, covariance)
-    result = DeLong(auc, variance, covariance, low, high)
+    inputs = _delong_inputs([("scores", scores)], labels)
+    result = _delong_fields(*inputs, np.asarray(z, validation.float_dtype()))
     if was_1d:
         result = DeLong(*(x.reshape(()) for x in result))
     return result
@@ -325,20 +363,5 @@ def delong_test(
             f"`scores_a` and `scores_b` must both have shape [n]; got {np.shape(scores_a)} and "
             f"{np.shape(scores_b)}."
         )
-    scores, labels, invalid = _delong_inputs(
-        [("scores_a", scores_a), ("scores_b", scores_b)], labels
-    )
-    v10, v01 = _components(scores, labels)
-    # the difference's variance from the differences of the components: exactly 0 when the two
-    # models order every pair alike, where var_a + var_b - 2 cov_ab would be rounding noise
-    difference, variance = _delong_moments(v10[:1] - v10[1:], v01[:1] - v01[1:], labels)
-    difference, standard_error = difference[0], jnp.sqrt(jnp.maximum(variance[0, 0], 0))
-    degenerate = standard_error == 0
-    statistic = jnp.where(
-        degenerate,
-        jnp.where(difference == 0, 0.0, jnp.sign(difference) * jnp.inf),
-        difference / jnp.where(degenerate, 1.0, standard_error),
-    )
-    p_value = 2 * ndtr(-jnp.abs(statistic))
-    result = (statistic, p_value, difference - z * standard_error, difference + z * standard_error)
-    return DeLongTest(*validation.nan_where(invalid.any(), result))
+    inputs = _delong_inputs([("scores_a", scores_a), ("scores_b", scores_b)], labels)
+    return _delong_test_fields(*inputs, np.asarray(z, validation.float_dtype()))
