@@ -64,19 +64,6 @@ def test_confusion_counts_match_sklearn_confusion_matrix(rng):
     np.testing.assert_allclose([counts.tp, counts.fp, counts.fn, counts.tn], [tp, fp, fn, tn])
 
 
-def test_confusion_counts_batched_eager_jit_vmap_agree(rng):
-    scores = rng.random((3, 50)).astype(np.float32)
-    labels = rng.integers(0, 2, 50)
-    grid = np.linspace(0, 1, 11, dtype=np.float32)
-    eager = jm.confusion_counts(scores, labels, grid)
-    jitted = jax.jit(jm.confusion_counts)(scores, labels, grid)
-    mapped = jax.vmap(jm.confusion_counts, in_axes=(0, None, None))(scores, labels, grid)
-    assert eager.tp.shape == (3, 11)
-    for a, b, c in zip(eager, jitted, mapped):
-        np.testing.assert_array_equal(a, b)
-        np.testing.assert_array_equal(a, c)
-
-
 def test_counts_are_exact_past_two_to_the_24():
     n = 2**24 + 3  # float32 cannot hold 2**24 + 1; int32 counts must
     scores = jnp.ones(n, jnp.float32)

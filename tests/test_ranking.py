@@ -1,6 +1,5 @@
 import math
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -105,51 +104,6 @@ def test_zero_weight_samples_create_no_points(rng):
     reference = jm.roc_curve(scores[kept], labels[kept], drop_intermediate=False)
     assert int(roc.valid.sum()) == int(reference.valid.sum())
     np.testing.assert_allclose(roc.fpr[roc.valid], reference.fpr[reference.valid], atol=1e-6)
-
-
-METRICS = {
-    "roc_auc": jm.roc_auc,
-    "partial_auc": lambda s, y, **kw: jm.roc_auc(s, y, max_fpr=0.2, **kw),
-    "average_precision": jm.average_precision,
-    "precision_at_k": lambda s, y, **kw: jm.precision_at_k(s, y, k=17, **kw),
-    "roc_tpr": lambda s, y, **kw: jm.roc_curve(s, y, **kw).tpr,
-    "pr_precision": lambda s, y, **kw: jm.precision_recall_curve(s, y, **kw).precision,
-    "counts": lambda s, y, **kw: jm.confusion_counts(s, y, 0.5, **kw).tp,
-}
-
-
-@pytest.mark.parametrize("name", sorted(METRICS))
-def test_invariant_to_sample_order(rng, name):
-    scores, labels, weights = tied_problem(rng, levels=9, weighted=True)
-    permutation = rng.permutation(scores.size)
-    metric = METRICS[name]
-    a = metric(scores, labels, sample_weight=weights)
-    b = metric(scores[permutation], labels[permutation], sample_weight=weights[permutation])
-    np.testing.assert_allclose(a, b, atol=1e-6)
-
-
-@pytest.mark.parametrize("name", ["roc_auc", "partial_auc", "average_precision", "precision_at_k"])
-def test_invariant_to_increasing_transforms(rng, name):
-    scores, labels, weights = tied_problem(rng, levels=9, weighted=True)
-    metric = METRICS[name]
-    logits = np.log(scores + 0.01) - np.log1p(0.01 - scores)
-    a = metric(scores, labels, sample_weight=weights)
-    b = metric((3 * logits + 1).astype(np.float32), labels, sample_weight=weights)
-    np.testing.assert_allclose(a, b, atol=1e-6)
-
-
-@pytest.mark.parametrize("name", sorted(METRICS))
-def test_eager_jit_and_vmap_agree_over_a_batch(rng, name):
-    metric = METRICS[name]
-    scores = np.stack([tied_problem(rng, n=60, levels=6)[0] for _ in range(3)])
-    labels = tied_problem(rng, n=60)[1]
-    eager = metric(scores, labels)
-    jitted = jax.jit(metric)(scores, labels)
-    mapped = jax.vmap(metric, in_axes=(0, None))(scores, labels)
-    rows = np.stack([metric(row, labels) for row in scores])
-    assert eager.shape[0] == 3
-    for other in (jitted, mapped, rows):
-        np.testing.assert_allclose(eager, other, atol=1e-6)
 
 
 def test_weights_batched_against_one_score_vector(rng):

@@ -1,6 +1,5 @@
 import math
 
-import jax
 import numpy as np
 import pytest
 from conftest import tied_problem
@@ -97,15 +96,6 @@ def test_budget_threshold_tie_rule():
     assert float(budget.threshold) == 0.5 and int(budget.value) == 4  # >= selects the whole tie
     with pytest.raises(ValueError, match="`k`"):
         jm.budget_threshold([0.9, 0.5], k=3)
-
-
-def test_threshold_search_batched_and_jitted(rng):
-    scores = np.stack([tied_problem(rng, n=80, levels=20)[0] for _ in range(3)])
-    labels = tied_problem(rng, n=80)[1]
-    value, threshold = jax.jit(jm.max_f_beta)(scores, labels)
-    for row, v, t in zip(scores, np.asarray(value), np.asarray(threshold)):
-        expected = jm.max_f_beta(row, labels)
-        assert v == pytest.approx(float(expected[0])) and t == pytest.approx(float(expected[1]))
 
 
 def test_no_feasible_threshold_is_nan():

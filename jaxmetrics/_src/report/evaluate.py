@@ -12,9 +12,11 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 import jaxmetrics as jm
+from jaxmetrics._src import recipe
 from jaxmetrics._src.report.read import Table
 from jaxmetrics._src.report.result import (
     AucDifference,
@@ -178,6 +180,19 @@ def evaluate_curves(scores: np.ndarray, labels: np.ndarray) -> tuple[RocPoints, 
     return roc_points, pr_points
 
 
+@recipe.order_only
+def _auc_and_ap(scores, labels, *, sample_weight=None):
+    """ROC AUC and AP stacked on a last axis: one bootstrap, one compiled program, one sort per
+    call for both (the metrics depend on the order of the scores only, so it is marked so)."""
+    return jnp.stack(
+        [
+            jm.roc_auc(scores, labels, sample_weight=sample_weight),
+            jm.average_precision(scores, labels, sample_weight=sample_weight),
+        ],
+        axis=-1,
+    )
+
+
 class Ranking(NamedTuple):
     """Each model's ROC AUC and AP with intervals, and the bootstrap samples they came from (the
     paired comparison reuses them: both models were scored on the same resamples)."""
@@ -197,14 +212,17 @@ def evaluate_ranking(
 ) -> Ranking:
     """Bootstrap (percentile) intervals of ROC AUC and AP, and DeLong's interval of the AUC."""
 
-    def bootstrap(metric, label):
-        tick = None if progress is None else (lambda done, total: progress(label, done, total))
-        key = seed_key(metadata.seed)
-        return jm.bootstrap(
-            metric, scores, labels, key=key, num_resamples=metadata.resamples, progress=tick
-        )
-
-    auc, ap = bootstrap(jm.roc_auc, "ROC AUC"), bootstrap(jm.average_precision, "average precision")
+    label = "ROC AUC and average precision"
+    tick = None if progress is None else (lambda done, total: progress(label, done, total))
+    both = jm.bootstrap(
+        _auc_and_ap,
+        scores,
+        labels,
+        key=seed_key(metadata.seed),
+        num_resamples=metadata.resamples,
+        progress=tick,
+    )
+    auc, ap = (jm.BootstrapResult(*(field[..., k] for field in both)) for k in (0, 1))
     nan = [float("nan")] * scores.shape[0]
     delong_low, delong_high = nan, nan
     if has_intervals(data):
