@@ -146,7 +146,7 @@ def run(args, out: TextIO | None = None, err: TextIO | None = None) -> int:
     check_output_paths(args.json, args.plots)
     if args.demo:
         table: Table = demo_data(seed=args.seed)
-        source = "built-in demo (seed 000's classifiers A and B, 5% positives)"
+        source = "built-in demo (classifiers A and B on 4,000 rows, 5% positives)"
     else:
         table = load_table(args.file, args.label, args.score, positive=args.positive)
         source = str(args.file)

@@ -276,7 +276,7 @@ def load_table(
 
 
 def demo_data(seed: int = 0, num_samples: int = 4000) -> Table:
-    """Seed 000's classifiers A and B at 5% prevalence, as probabilities.
+    """Two binormal classifiers A and B at 5% prevalence, as probabilities.
 
     Negatives score N(0, 1); positives N(1.5, 1) for A and N(1.5, 2^2) for B. A wins on ROC AUC
     (0.856 in the population), B, whose positives spread far above the negatives, on average
