@@ -9,11 +9,8 @@ from jaxmetrics._src.calibration import ReliabilityTable as ReliabilityTable
 from jaxmetrics._src.calibration import brier_score as brier_score
 from jaxmetrics._src.calibration import expected_calibration_error as expected_calibration_error
 from jaxmetrics._src.calibration import log_loss as log_loss
-from jaxmetrics._src.calibration import mean_absolute_error as mean_absolute_error
-from jaxmetrics._src.calibration import r2_score as r2_score
 from jaxmetrics._src.calibration import reliability_bins as reliability_bins
 from jaxmetrics._src.calibration import reliability_table as reliability_table
-from jaxmetrics._src.calibration import root_mean_squared_error as root_mean_squared_error
 from jaxmetrics._src.counts import Counts as Counts
 from jaxmetrics._src.counts import accuracy as accuracy
 from jaxmetrics._src.counts import balanced_accuracy as balanced_accuracy
@@ -25,6 +22,7 @@ from jaxmetrics._src.counts import precision as precision
 from jaxmetrics._src.counts import recall as recall
 from jaxmetrics._src.counts import safe_divide as safe_divide
 from jaxmetrics._src.counts import specificity as specificity
+from jaxmetrics._src.folds import over_folds as over_folds
 from jaxmetrics._src.intervals import DeLong as DeLong
 from jaxmetrics._src.intervals import DeLongTest as DeLongTest
 from jaxmetrics._src.intervals import agresti_coull_interval as agresti_coull_interval
@@ -39,7 +37,6 @@ from jaxmetrics._src.multiclass import cohen_kappa as cohen_kappa
 from jaxmetrics._src.multiclass import confusion_matrix as confusion_matrix
 from jaxmetrics._src.multiclass import multiclass_roc_auc as multiclass_roc_auc
 from jaxmetrics._src.multiclass import one_vs_rest as one_vs_rest
-from jaxmetrics._src.multiclass import over_folds as over_folds
 from jaxmetrics._src.multiclass import top_k_accuracy as top_k_accuracy
 from jaxmetrics._src.ranking import PrCurve as PrCurve
 from jaxmetrics._src.ranking import RocCurve as RocCurve
@@ -48,6 +45,9 @@ from jaxmetrics._src.ranking import precision_at_k as precision_at_k
 from jaxmetrics._src.ranking import precision_recall_curve as precision_recall_curve
 from jaxmetrics._src.ranking import roc_auc as roc_auc
 from jaxmetrics._src.ranking import roc_curve as roc_curve
+from jaxmetrics._src.regression import mean_absolute_error as mean_absolute_error
+from jaxmetrics._src.regression import r2_score as r2_score
+from jaxmetrics._src.regression import root_mean_squared_error as root_mean_squared_error
 from jaxmetrics._src.resampling import BootstrapResult as BootstrapResult
 from jaxmetrics._src.resampling import PairedDifference as PairedDifference
 from jaxmetrics._src.resampling import bootstrap as bootstrap

@@ -1,3 +1,4 @@
+import logging
 import math
 from pathlib import Path
 
@@ -17,7 +18,7 @@ def asah():
     return scores, labels
 
 
-def test_wilson_40_of_50_from_seed_000():
+def test_wilson_interval_of_a_recall_of_40_of_50():
     low, high = jm.wilson_interval(40, 50)
     assert (round(float(low), 3), round(float(high), 3)) == (0.670, 0.888)
 
@@ -224,3 +225,90 @@ def test_delong_keeps_a_model_axis_of_one():
     scores, labels = asah()
     result = jm.delong(scores[:1], labels)
     assert result.auc.shape == (1,) and result.covariance.shape == (1, 1)
+
+
+@pytest.mark.parametrize("interval", INTERVALS)
+def test_binomial_intervals_broadcast_eager_jit_and_vmap(interval):
+    successes = np.array([[0, 3, 7], [2, 5, 10]])
+    trials = np.array([10, 10, 10])
+    eager = interval(successes, trials, confidence=0.9)
+    assert eager[0].shape == (2, 3)
+    jitted = jax.jit(lambda k, n: interval(k, n, confidence=0.9))(successes, trials)
+    mapped = jax.vmap(lambda k: interval(k, trials, confidence=0.9))(successes)
+    for side in (0, 1):  # atol: Wilson's lower bound at k = 0 is 0 up to rounding (~1e-8)
+        np.testing.assert_allclose(jitted[side], eager[side], rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(mapped[side], eager[side], rtol=1e-6, atol=1e-7)
+    for i, j in np.ndindex(2, 3):  # each element is its own proportion
+        one = interval(int(successes[i, j]), int(trials[j]), confidence=0.9)
+        for side in (0, 1):
+            assert float(eager[side][i, j]) == pytest.approx(float(one[side]), rel=1e-6, abs=1e-7)
+
+
+def test_agresti_coull_against_its_formula():
+    successes, trials = np.array([0, 4, 17, 30]), np.array([12, 12, 40, 30])
+    z = stats.norm.ppf(0.975)
+    n_tilde = trials + z**2
+    p_tilde = (successes + z**2 / 2) / n_tilde
+    half = z * np.sqrt(p_tilde * (1 - p_tilde) / n_tilde)
+    low, high = jm.agresti_coull_interval(successes, trials)
+    np.testing.assert_allclose(low, np.clip(p_tilde - half, 0, 1), atol=1e-6)
+    np.testing.assert_allclose(high, np.clip(p_tilde + half, 0, 1), atol=1e-6)
+
+
+def test_hanley_mcneil_broadcasts_and_agrees_under_jit_and_vmap():
+    auc = np.array([[0.6, 0.75], [0.9, 0.5]])
+    eager = jm.hanley_mcneil_standard_error(auc, np.array([20, 40]), 30)
+    assert eager.shape == (2, 2)
+    np.testing.assert_allclose(
+        jax.jit(jm.hanley_mcneil_standard_error)(auc, np.array([20, 40]), 30), eager, rtol=1e-6
+    )
+    mapped = jax.vmap(jm.hanley_mcneil_standard_error, in_axes=(0, None, None))(
+        auc, np.array([20, 40]), 30
+    )
+    np.testing.assert_allclose(mapped, eager, rtol=1e-6)
+    assert float(eager[0, 1]) == pytest.approx(
+        float(jm.hanley_mcneil_standard_error(0.75, 40, 30)), rel=1e-6
+    )
+
+
+# each public function, called on good arguments, with the name of its compiled program
+PROGRAMS = {
+    "wilson_interval": (lambda: jm.wilson_interval(np.array([3, 5, 7]), 9), "_wilson"),
+    "agresti_coull_interval": (
+        lambda: jm.agresti_coull_interval(np.array([3, 5, 7]), 9),
+        "_agresti_coull",
+    ),
+    "clopper_pearson_interval": (
+        lambda: jm.clopper_pearson_interval(np.array([3, 5, 7]), 9),
+        "_clopper_pearson",
+    ),
+    "hanley_mcneil_standard_error": (
+        lambda: jm.hanley_mcneil_standard_error(np.array([0.7, 0.8, 0.9]), 9, 11),
+        "_hanley_mcneil",
+    ),
+    "delong": (
+        lambda: jm.delong(np.arange(9.0) % 4, np.arange(9) % 2),
+        "_delong_fields",
+    ),
+    "delong_test": (
+        lambda: jm.delong_test(np.arange(9.0) % 4, np.arange(9.0) % 3, np.arange(9) % 2),
+        "_delong_test_fields",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_an_eager_call_runs_one_compiled_program(caplog, name):
+    call, program = PROGRAMS[name]
+
+    def compiled() -> list[str]:
+        caplog.clear()
+        with caplog.at_level(logging.WARNING), jax.log_compiles():
+            call()
+        return [r.getMessage() for r in caplog.records if r.getMessage().startswith("Compiling")]
+
+    # its own program, and at most one for the shared check's all-False flags (per shape); none
+    # when an earlier test compiled them for these shapes
+    first = compiled()
+    assert len(first) <= 2 and len([m for m in first if f"jit({program})" in m]) <= 1
+    assert compiled() == []

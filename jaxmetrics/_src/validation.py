@@ -66,7 +66,7 @@ def check_values(
         if bad.any():
             found = host[tuple(np.argwhere(bad)[0])] if host.ndim else host
             raise ValueError(f"`{name}` must {expected}; found {found.item()!r} at {_where(bad)}.")
-        return jnp.zeros(batch_shape, bool)
+        return np.zeros(batch_shape, bool)
     axes = tuple(range(max(np.ndim(values) - sample_axes, 0), np.ndim(values)))
     return jnp.any(is_bad(values), axis=axes)
 
