@@ -200,21 +200,25 @@ def test_ctrl_c_exits_130_with_one_line_and_writes_nothing(tmp_path):
     labels = rng.random(500) < 0.3
     rows = "\n".join(f"{int(y)},{s:.4f}" for y, s in zip(labels, rng.random(500)))
     (tmp_path / "data.csv").write_text("y,s\n" + rows + "\n")
-    process = subprocess.Popen(
+    # the context closes the pipes however the test ends (an open pipe left to the garbage
+    # collector fails a later test with a ResourceWarning)
+    with subprocess.Popen(
         [*COMMAND, "report", "data.csv", "--label", "y", "--score", "s"]
         + ["--resamples", "1000000", "--json", "out.json", "--plots", "plots"],
         cwd=tmp_path,
         env=environment(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-    )
-    seen = b""
-    while b"bootstrap ROC AUC:" not in seen:  # the computation has started
-        chunk = os.read(process.stderr.fileno(), 4096)
-        assert chunk, "the process ended before showing progress"
-        seen += chunk
-    process.send_signal(signal.SIGINT)
-    out, rest = process.communicate(timeout=60)
+    ) as process:
+        seen = b""
+        while b"bootstrap ROC AUC" not in seen:  # the computation has started
+            chunk = os.read(process.stderr.fileno(), 4096)
+            if not chunk:
+                process.kill()
+            assert chunk, "the process ended before showing progress"
+            seen += chunk
+        process.send_signal(signal.SIGINT)
+        out, rest = process.communicate(timeout=60)
     stderr = (seen + rest).decode()
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr

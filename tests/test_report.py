@@ -149,7 +149,7 @@ def report(two_models):
 def test_run_succeeds_with_progress_and_text(full_run):
     status, out, err, _, folder = full_run
     assert status == 0, err
-    assert "bootstrap ROC AUC: 50/50 resamples" in err
+    assert "bootstrap ROC AUC and average precision: 50/50 resamples" in err
     for part in ("prevalence", "majority baseline", "DeLong", "max_f1", "min_cost", "bayes"):
         assert part in out
     assert "Paired comparison" in out and "model_a - model_b" in out
