@@ -152,7 +152,7 @@ CASES = {
     # multiclass
     "confusion_matrix": Case(lambda p, y, w: jm.confusion_matrix(p, y, num_classes=3, sample_weight=w), "classes"),
     "one_vs_rest": Case(jm.one_vs_rest, "matrix"),
-    "cohen_kappa": Case(lambda m: jm.cohen_kappa(m, weights="linear"), "matrix"),
+    "cohen_kappa": Case(lambda m: jm.cohen_kappa(m, weighting="linear"), "matrix"),
     "classification_report": Case(lambda p, y, w: jm.classification_report(p, y, num_classes=3, sample_weight=w), "classes"),
     "over_folds": Case(lambda c: jm.over_folds(jm.accuracy, c, fold_axis=-1), "folds"),
     "top_k_accuracy": Case(lambda p, y, w: jm.top_k_accuracy(p, y, k=2, sample_weight=w), "class_probs"),

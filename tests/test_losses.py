@@ -260,3 +260,51 @@ def test_losses_are_float64_under_x64(rng, x64):
     logits, labels = problem(rng, n=20)
     for name, loss in LOSSES.items():
         assert loss(logits.astype(np.float64), labels).dtype == np.float64, name
+
+
+@pytest.mark.parametrize("loss", ["auc_margin_loss", "auc_margin_objective"])
+def test_auc_margin_errors_name_probs(loss):
+    state = jl.AucMarginState(jnp.float32(0.5), jnp.float32(0.5), jnp.float32(0.0))
+    call = {
+        "auc_margin_loss": lambda p, y: jl.auc_margin_loss(p, y),
+        "auc_margin_objective": lambda p, y: jl.auc_margin_objective(p, y, state),
+    }[loss]
+    labels = np.array([1, 0, 1])
+    three_rows = np.stack([labels] * 3)
+    for probs, labels_given, message in (
+        ([0.9, np.nan, 0.2], labels, r"`probs` must be finite; found nan at index 1"),
+        ([0.9, 0.1], labels, r"`labels` must have the same number of samples .* as `probs`"),
+        (np.zeros((2, 2, 3)), three_rows, r"batch axes .* `probs` \(2, 2, 3\)"),
+        (0.5, labels, r"`probs` must have at least 1 dimension"),
+        (np.zeros(0), np.zeros(0, np.int32), r"`probs` is empty"),
+    ):
+        with pytest.raises(ValueError, match=message) as raised:
+            call(np.asarray(probs), labels_given)
+        assert "logits" not in str(raised.value)
+    with pytest.raises(TypeError, match=r"`probs` must hold real numbers"):
+        call(np.array(["a", "b", "c"]), labels)
+
+
+def test_soft_rates_take_the_options_of_soft_counts(rng):
+    logits, labels = problem(rng, n=20)
+    weights = rng.random(20).astype(np.float32)
+    options = {"temperature": 0.5, "threshold": 0.2, "sample_weight": weights}
+    counts = jl.soft_counts(logits, labels, **options)
+    assert float(jl.soft_precision(logits, labels, **options)) == pytest.approx(
+        float(jm.precision(counts))
+    )
+    assert float(jl.soft_recall(logits, labels, **options)) == pytest.approx(
+        float(jm.recall(counts))
+    )
+    with pytest.raises(TypeError, match="beta"):
+        jl.soft_precision(logits, labels, beta=2.0)
+
+
+def test_surrogate_option_lists_the_choices(rng):
+    logits, labels = problem(rng, n=10)
+    with pytest.raises(
+        ValueError,
+        match=r"`surrogate` must be one of \('logistic', 'hinge', 'squared_hinge', 'sigmoid'\); "
+        r"got 'exponential'",
+    ):
+        jl.pairwise_auc_loss(logits, labels, surrogate="exponential")

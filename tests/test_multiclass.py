@@ -10,13 +10,13 @@ import jaxmetrics as jm
 
 
 def animals():
-    """Seed 004's cats, dogs and foxes: 42/7/11 true, predictions as in its listing."""
+    """Cats, dogs and foxes, 42/7/11 true: a rare class (dogs) found 3 times in 7."""
     true = [0] * 42 + [1] * 7 + [2] * 11
     predicted = [0] * 39 + [1] * 1 + [2] * 2 + [0] * 4 + [1] * 3 + [0] * 5 + [1] * 1 + [2] * 5
     return np.array(predicted), np.array(true)
 
 
-def test_cats_dogs_foxes_averages_from_seed_004():
+def test_cats_dogs_foxes_macro_micro_and_weighted_averages():
     predicted, true = animals()
     counts = jm.one_vs_rest(jm.confusion_matrix(predicted, true, num_classes=3))
     assert float(jm.precision(counts, average="micro")) == pytest.approx(47 / 60)
@@ -29,7 +29,7 @@ def test_cats_dogs_foxes_averages_from_seed_004():
     np.testing.assert_array_equal(report.support, [42, 7, 11])
 
 
-def test_tumour_example_from_seed_004():
+def test_rare_tumour_class_macro_versus_micro():
     true = np.array([0] * 990 + [1] * 10)
     predicted = np.array([0] * 985 + [1] * 5 + [0] * 4 + [1] * 6)
     counts = jm.one_vs_rest(jm.confusion_matrix(predicted, true, num_classes=2))
@@ -98,13 +98,13 @@ def test_class_index_errors():
     assert math.isnan(float(jm.precision(jm.one_vs_rest(matrix), average="macro")))
 
 
-@pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
-def test_cohen_kappa_and_mcc_match_sklearn(rng, weights):
+@pytest.mark.parametrize("weighting", [None, "linear", "quadratic"])
+def test_cohen_kappa_and_mcc_match_sklearn(rng, weighting):
     true = rng.integers(0, 4, 200)
     predicted = np.where(rng.random(200) < 0.5, true, rng.integers(0, 4, 200))
     matrix = jm.confusion_matrix(predicted, true, num_classes=4)
-    expected = skm.cohen_kappa_score(true, predicted, weights=weights)
-    assert float(jm.cohen_kappa(matrix, weights=weights)) == pytest.approx(expected, rel=1e-5)
+    expected = skm.cohen_kappa_score(true, predicted, weights=weighting)
+    assert float(jm.cohen_kappa(matrix, weighting=weighting)) == pytest.approx(expected, rel=1e-5)
     assert float(jm.matthews_corrcoef(matrix)) == pytest.approx(
         skm.matthews_corrcoef(true, predicted), rel=1e-5
     )
@@ -140,17 +140,6 @@ def test_multiclass_roc_auc_matches_sklearn(rng, multi_class, average):
     assert float(got) == pytest.approx(expected, abs=1e-6)
 
 
-def test_folds_pooled_versus_averaged():
-    # a fold of one sample (wrong) and a fold of three (right): pooled 3/4, averaged (0 + 1) / 2
-    folds = jm.Counts(jnp.array([0, 2]), jnp.array([1, 0]), jnp.array([0, 0]), jnp.array([0, 1]))
-    assert float(jm.over_folds(jm.accuracy, folds)) == pytest.approx(0.75)
-    assert float(jm.over_folds(jm.accuracy, folds, pooled=False)) == pytest.approx(0.5)
-    # the pooled value is the rate of the concatenated data, whatever the deal
-    assert float(jm.over_folds(jm.accuracy, folds)) == float(jm.accuracy(jm.Counts(2, 1, 0, 1)))
-    per_class = jm.Counts(*(jnp.ones((3, 2), jnp.int32) for _ in range(4)))
-    assert float(jm.over_folds(jm.precision, per_class, average="macro")) == 0.5
-
-
 def test_marked_matrices_give_nan_downstream():
     predictions = jnp.array([[0, 1, 2, 1], [0, 1, 2, 1]])
     labels = jnp.array([[0, 1, 2, 2], [0, 1, 5, 2]])  # row 1 holds class 5 of 3
@@ -173,15 +162,6 @@ def test_marked_matrices_give_nan_downstream():
     for average in (report.macro, report.weighted, report.micro):
         assert all(math.isnan(float(v[1])) for v in average.values())
     assert math.isnan(float(jm.matthews_corrcoef(matrix)[1]))
-    # folds: a marked fold poisons the pooled and the averaged rate
-    folds = jm.one_vs_rest(matrix)  # two folds, three classes
-    for pooled in (True, False):
-        assert math.isnan(float(jm.over_folds(jm.accuracy, folds, pooled=pooled, average="micro")))
-    assert math.isnan(float(jm.over_folds(jm.recall, folds, average="macro")))
-    binary = jm.Counts(
-        jnp.array([3, -1]), jnp.array([1, -1]), jnp.array([0, -1]), jnp.array([4, -1])
-    )
-    assert math.isnan(float(jm.over_folds(jm.precision, binary)))
 
 
 def test_ece_of_nan_probabilities_under_jit_and_kappa_of_huge_weights():
@@ -294,3 +274,73 @@ def test_multiclass_functions_are_float64_under_x64(rng, x64):
         predicted, true, num_classes=3, sample_weight=rng.random((1, 30))
     )
     assert weighted.dtype == np.float64
+
+
+def test_cohen_kappa_weighting_option():
+    matrix = jm.confusion_matrix([0, 1, 1, 2, 2, 0], [0, 1, 2, 2, 2, 1], num_classes=3)
+    with pytest.raises(
+        ValueError, match=r"`weighting` must be one of \('linear', 'quadratic', None\); got 'cubic'"
+    ):
+        jm.cohen_kappa(matrix, weighting="cubic")
+    with pytest.raises(
+        TypeError, match="weights"
+    ):  # renamed in 0.2: `weights` reads as sample weights
+        jm.cohen_kappa(matrix, weights="linear")
+    with pytest.raises(ValueError, match=r"`matrix` must be square"):
+        jm.cohen_kappa(np.ones((2, 3)))
+    # undefined: everything in one cell, and an empty matrix
+    assert math.isnan(float(jm.cohen_kappa(np.array([[5, 0], [0, 0]]))))
+    assert math.isnan(float(jm.cohen_kappa(np.zeros((3, 3)))))
+    for weighting in (None, "linear", "quadratic"):
+        jitted = jax.jit(lambda m, w=weighting: jm.cohen_kappa(m, weighting=w))(matrix)
+        assert float(jitted) == pytest.approx(float(jm.cohen_kappa(matrix, weighting=weighting)))
+
+
+def test_multiclass_roc_auc_options():
+    probs = np.full((4, 3), 1 / 3, np.float32)
+    labels = np.array([0, 1, 2, 0])
+    with pytest.raises(ValueError, match=r"`multi_class` must be one of \('ovr', 'ovo'\)"):
+        jm.multiclass_roc_auc(probs, labels, multi_class="ova")
+    with pytest.raises(ValueError, match=r"`average` must be one of \('macro', 'weighted', None\)"):
+        jm.multiclass_roc_auc(probs, labels, average="micro")
+    with pytest.raises(
+        ValueError, match="`average` must be 'macro' or 'weighted' with multi_class='ovo'"
+    ):
+        jm.multiclass_roc_auc(probs, labels, average=None, multi_class="ovo")
+    # a class without samples: its AUC is NaN, and so is the macro average
+    absent = jm.multiclass_roc_auc(probs, np.array([0, 1, 1, 0]), average=None)
+    assert math.isnan(float(absent[2])) and not np.isnan(absent[:2]).any()
+
+
+def test_top_k_accuracy_refuses_bool_and_float_k():
+    probs = np.array([[0.5, 0.3, 0.2]], np.float32)
+    for k in (True, False, np.bool_(True), 1.0):
+        with pytest.raises(TypeError, match="`k` must be an int >= 1"):
+            jm.top_k_accuracy(probs, [0], k=k)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_classification_report_matches_sklearn(rng, weighted):
+    true = rng.integers(0, 3, 120)
+    predicted = np.where(rng.random(120) < 0.6, true, rng.integers(0, 3, 120))
+    weights = rng.random(120).astype(np.float32) if weighted else None
+    report = jm.classification_report(predicted, true, num_classes=3, sample_weight=weights)
+    expected = skm.classification_report(
+        true, predicted, labels=range(3), sample_weight=weights, output_dict=True
+    )
+    for c in range(3):
+        for ours, theirs in (
+            ("precision", "precision"),
+            ("recall", "recall"),
+            ("f1", "f1-score"),
+            ("support", "support"),
+        ):
+            assert float(getattr(report, ours)[c]) == pytest.approx(
+                expected[str(c)][theirs], rel=1e-5
+            )
+    for ours, theirs in ((report.macro, "macro avg"), (report.weighted, "weighted avg")):
+        for name, key in (("precision", "precision"), ("recall", "recall"), ("f1", "f1-score")):
+            assert float(ours[name]) == pytest.approx(expected[theirs][key], rel=1e-5)
+    assert float(report.accuracy) == pytest.approx(expected["accuracy"], rel=1e-5)
+    for name in ("precision", "recall", "f1"):  # single-label data: micro is the accuracy
+        assert float(report.micro[name]) == pytest.approx(expected["accuracy"], rel=1e-5)

@@ -102,9 +102,32 @@ def test_confusion_state_binary_and_multiclass(rng):
         multi = multi.update(p, t)
     matrix = jm.confusion_matrix(predicted.ravel(), true.ravel(), num_classes=3)
     np.testing.assert_array_equal(multi.counts, matrix)
-    assert float(multi.compute()["precision_macro"]) == pytest.approx(
+    assert float(multi.compute()["macro"]["precision"]) == pytest.approx(
         float(jm.precision(jm.one_vs_rest(matrix), average="macro"))
     )
+
+
+def test_multiclass_compute_mirrors_classification_report(rng):
+    true = rng.integers(0, 3, (3, 20))
+    predicted = np.where(rng.random((3, 20)) < 0.5, true, rng.integers(0, 3, (3, 20)))
+    state = streaming.ConfusionState.empty(num_classes=3)
+    update = jax.jit(lambda st, p, t: st.update(p, t))
+    for p, t in zip(predicted, true):
+        state = update(state, p, t)
+    result = state.compute()
+    report = jm.classification_report(predicted.ravel(), true.ravel(), num_classes=3)
+    assert set(result) == set(report._fields)
+    for name in report._fields:
+        expected = getattr(report, name)
+        if isinstance(expected, dict):
+            assert set(result[name]) == {"precision", "recall", "f1"}
+            for key, value in expected.items():
+                np.testing.assert_allclose(result[name][key], value, rtol=1e-6)
+        else:
+            np.testing.assert_allclose(result[name], expected, rtol=1e-6)
+    # the accuracy is the multiclass one, trace over total (not the pooled one-vs-rest accuracy)
+    assert float(result["accuracy"]) == pytest.approx(float((predicted == true).mean()))
+    np.testing.assert_array_equal(result["support"], np.bincount(true.ravel(), minlength=3))
 
 
 def test_mean_and_collection(rng):
@@ -199,13 +222,18 @@ def test_multiclass_confusion_state_and_mean_are_poisoned_under_jit(rng):
     update = jax.jit(lambda st, p, t: st.update(p, t))
     for _ in range(3):
         state = update(state, rng.integers(0, 3, 30), rng.integers(0, 3, 30))
-    assert np.isfinite(float(state.compute()["precision_micro"]))
+    assert np.isfinite(float(state.compute()["micro"]["precision"]))
     labels = rng.integers(0, 3, 30)
     labels[4] = 3
     poisoned = update(state, rng.integers(0, 3, 30), labels)
     assert int(poisoned.num_bad_batches) == 1
     np.testing.assert_array_equal(poisoned.counts, state.counts)  # the batch was not added
-    assert all(np.isnan(np.asarray(v)).all() for v in poisoned.compute().values())
+    for leaf in jax.tree_util.tree_leaves(poisoned.compute()):
+        leaf = np.asarray(leaf)
+        if np.issubdtype(leaf.dtype, np.floating):
+            assert np.isnan(leaf).all()
+        else:  # the support, a count: the -1 marker
+            assert (leaf == -1).all()
     mean = streaming.Mean.empty()
     step = jax.jit(lambda m, v, w: m.update(v, sample_weight=w))
     mean = step(mean, jnp.array([1.0, 2.0]), jnp.array([1.0, 1.0]))
@@ -291,3 +319,11 @@ def test_states_refuse_two_dimensional_batches(rng):
     for state in states().values():
         with pytest.raises(ValueError, match=r"must be one batch \[n\]; got shape \(1, 50\)"):
             state.update(scores[None], labels[None])
+
+
+def test_multiclass_confusion_state_is_float64_under_x64(rng, x64):
+    state = streaming.ConfusionState.empty(num_classes=3)
+    weights = rng.random(30)  # float64: the counts become float64 sums
+    state = state.update(rng.integers(0, 3, 30), rng.integers(0, 3, 30), sample_weight=weights)
+    for leaf in jax.tree_util.tree_leaves(state.compute()):
+        assert leaf.dtype == np.float64

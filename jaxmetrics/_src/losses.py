@@ -14,7 +14,8 @@ element's loss NaN under jit/grad (padding therefore needs valid labels, with we
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -23,20 +24,24 @@ import numpy as np
 from jaxmetrics._src import counts as counts_lib
 from jaxmetrics._src import sorting, validation
 from jaxmetrics._src.counts import Counts, safe_divide
+from jaxmetrics._src.typing import Array, ArrayLike, Surrogate, options_of
 
-Array = jax.Array
-
-_SURROGATES = ("logistic", "hinge", "squared_hinge", "sigmoid")
+_SURROGATES = options_of(Surrogate)
 # positives per block in the O(n+ n) pair sums: the block's pair matrix is this many rows of n
 _PAIR_BLOCK = 256
 
 
-def _is_not_finite(values: Any) -> Any:
+def _is_not_finite(values: ArrayLike) -> ArrayLike:
     return ~((values > -np.inf) & (values < np.inf))  # NaN fails both comparisons
 
 
-def _inputs(predictions: Any, labels: Any, sample_weight: Any, name: str = "logits"):
-    """(predictions, labels, weights) as float arrays, and `invalid` of the batch shape."""
+def _inputs(
+    predictions: ArrayLike, labels: ArrayLike, sample_weight: ArrayLike | None, name: str
+) -> tuple[Array, Array, Array, Array]:
+    """(predictions, labels, weights) as float arrays, and `invalid` of the batch shape.
+
+    `name` is the predictions' argument name ("logits" or "probs"), used in every error.
+    """
     predictions = validation.as_scores(predictions, name, host=True)
     labels = validation.as_real_array(labels, "labels", host=True)
     weights = (
@@ -60,25 +65,53 @@ def _inputs(predictions: Any, labels: Any, sample_weight: Any, name: str = "logi
     return jnp.asarray(predictions), jnp.asarray(labels).astype(dtype), weights, invalid
 
 
+def _check_temperature(temperature: float) -> None:
+    if not temperature > 0:  # NaN fails too
+        raise ValueError(f"`temperature` must be > 0; got {temperature}.")
+
+
 def soft_counts(
-    logits: Any,
-    labels: Any,
+    logits: ArrayLike,
+    labels: ArrayLike,
     *,
     temperature: float = 1.0,
     threshold: float = 0.0,
-    sample_weight: Any = None,
+    sample_weight: ArrayLike | None = None,
 ) -> Counts:
     r"""Confusion counts with each decision relaxed to ``sigmoid((logit - threshold) / T)``.
 
-    .. math:: TP = \sum_i w_i y_i \sigma_i,\ FP = \sum_i w_i (1 - y_i) \sigma_i,\
-              FN = \sum_i w_i y_i (1 - \sigma_i),\ TN = \sum_i w_i (1 - y_i)(1 - \sigma_i)
+    The differentiable counterpart of `jaxmetrics.confusion_counts` at one threshold: as the
+    temperature T goes to 0 the counts become the hard counts of ``logit >= threshold``. Feed
+    them to any rate: ``jm.precision(soft_counts(...))`` is soft precision.
 
-    As ``temperature -> 0`` the counts become the hard counts of ``logit >= threshold`` (a logit
-    exactly at the threshold counts one half), T being `temperature`. Feed them to any rate:
-    ``precision(soft_counts(...))`` is soft precision. Returns float `Counts` of shape ``[*batch]``.
+    .. math:: TP = \sum_i w_i y_i \sigma_i, \quad FP = \sum_i w_i (1 - y_i) \sigma_i, \quad
+              FN = \sum_i w_i y_i (1 - \sigma_i), \quad TN = \sum_i w_i (1 - y_i)(1 - \sigma_i)
+
+    with ``sigma_i = sigmoid((s_i - threshold) / T)``.
+
+    Conventions: a logit exactly at the threshold counts one half, at any temperature. A
+    temperature that is not > 0 raises `ValueError`. NaN or infinite logits, labels outside
+    {0, 1} and negative or non-finite weights raise `ValueError` eagerly; under `jax.jit` or
+    `jax.grad` the counts of that batch element are NaN.
+
+    Args:
+      logits: ``[*batch, n]`` real scores.
+      labels: ``[*batch, n]`` labels in {0, 1} or bool, broadcasting against `logits`.
+      temperature: T > 0; smaller is closer to the hard counts, with steeper gradients.
+      threshold: the decision threshold on the logits.
+      sample_weight: optional ``[*batch, n]`` non-negative weights (0 for padding).
+
+    Returns:
+      `Counts` of float arrays of shape ``[*batch]``.
+
+    Examples:
+      >>> import jaxmetrics.losses as jl
+      >>> counts = jl.soft_counts([2.0, 0.5, -1.0, 1.0, -2.0], [1, 1, 0, 0, 0])
+      >>> [round(float(c), 4) for c in counts]  # tp, fp, fn, tn
+      [1.5033, 1.1192, 0.4967, 1.8808]
     """
     _check_temperature(temperature)
-    logits, labels, weights, invalid = _inputs(logits, labels, sample_weight)
+    logits, labels, weights, invalid = _inputs(logits, labels, sample_weight, "logits")
     flagged = jax.nn.sigmoid((logits - threshold) / temperature)
     positive, negative = weights * labels, weights * (1 - labels)
     counts = Counts(
@@ -90,31 +123,48 @@ def soft_counts(
     return validation.nan_where(invalid, counts)
 
 
-def _check_temperature(temperature: float) -> None:
-    if not temperature > 0:
-        raise ValueError(f"`temperature` must be > 0; got {temperature}.")
-
-
 def soft_f_beta_loss(
-    logits: Any,
-    labels: Any,
+    logits: ArrayLike,
+    labels: ArrayLike,
     *,
     beta: float = 1.0,
     temperature: float = 1.0,
     threshold: float = 0.0,
-    sample_weight: Any = None,
+    sample_weight: ArrayLike | None = None,
 ) -> Array:
     r"""One minus F-beta of the soft counts: a differentiable F-beta training loss.
 
-    .. math:: 1 - \frac{(1+\beta^2) TP}{(1+\beta^2) TP + \beta^2 FN + FP}
+    As the temperature goes to 0 it becomes ``1 - f_beta(confusion_counts(logits, labels,
+    threshold), beta=beta)``, the hard metric of ``logit >= threshold``.
 
-    with `soft_counts`. A batch without positives has TP = FN = 0, so the loss is 1 while any
-    alarm is raised, with the gradient pushing the alarms down; it is 0 only in the limit of
-    none (the hard metric's 0/0, which scikit-learn sets by `zero_division`).
+    .. math:: \mathcal{L} = 1 - \frac{(1+\beta^2)\, TP}{(1+\beta^2)\, TP + \beta^2 FN + FP}
 
-    >>> import jaxmetrics.losses as jl
-    >>> round(float(jl.soft_f_beta_loss([4.0, -4.0, 3.0, -5.0], [1, 0, 1, 0])), 4)
-    0.0228
+    with the counts of `soft_counts`.
+
+    Conventions: a batch without positives has TP = FN = 0, so the loss is 1 while any alarm
+    is raised, with the gradient pushing the alarms down; it is 0 only in the limit of none
+    (the hard metric's 0/0, which scikit-learn sets by `zero_division`). Bad input and
+    `temperature` as `soft_counts`: `ValueError` eagerly, NaN under `jax.jit`.
+
+    Args:
+      logits: ``[*batch, n]`` real scores.
+      labels: ``[*batch, n]`` labels in {0, 1} or bool.
+      beta: the weight of recall against precision (2 favours recall).
+      temperature: T > 0 of the sigmoid relaxation.
+      threshold: the decision threshold on the logits.
+      sample_weight: optional ``[*batch, n]`` non-negative weights (0 for padding).
+
+    Returns:
+      A float array of shape ``[*batch]``, in [0, 1].
+
+    Examples:
+      >>> import jaxmetrics.losses as jl
+      >>> round(float(jl.soft_f_beta_loss([2.0, 0.5, -1.0, 1.0, -2.0], [1, 1, 0, 0, 0])), 4)
+      0.3496
+
+    References:
+      Bénédict, Koops, Odijk & de Rijke (2022), "sigmoidF1: a smooth F1 score surrogate loss
+      for multilabel classification", Transactions on Machine Learning Research.
     """
     counts = soft_counts(
         logits, labels, temperature=temperature, threshold=threshold, sample_weight=sample_weight
@@ -122,17 +172,83 @@ def soft_f_beta_loss(
     return 1 - counts_lib.f_beta(counts, beta=beta, zero_division=1.0)
 
 
-def soft_precision(logits: Any, labels: Any, **options) -> Array:
-    """Precision of `soft_counts` (options as there); 0/0 gives NaN."""
-    return counts_lib.precision(soft_counts(logits, labels, **options))
+def soft_precision(
+    logits: ArrayLike,
+    labels: ArrayLike,
+    *,
+    temperature: float = 1.0,
+    threshold: float = 0.0,
+    sample_weight: ArrayLike | None = None,
+) -> Array:
+    r"""Precision of `soft_counts`: a differentiable precision.
+
+    As the temperature goes to 0 it becomes `jaxmetrics.precision` of ``logit >= threshold``.
+
+    .. math:: \mathrm{precision} = \frac{TP}{TP + FP}
+
+    Conventions: 0/0 (no soft alarm at all, only in the limit) gives NaN. Bad input and
+    `temperature` as `soft_counts`: `ValueError` eagerly, NaN under `jax.jit`.
+
+    Args:
+      logits: ``[*batch, n]`` real scores.
+      labels: ``[*batch, n]`` labels in {0, 1} or bool.
+      temperature: T > 0 of the sigmoid relaxation.
+      threshold: the decision threshold on the logits.
+      sample_weight: optional ``[*batch, n]`` non-negative weights (0 for padding).
+
+    Returns:
+      A float array of shape ``[*batch]``.
+
+    Examples:
+      >>> import jaxmetrics.losses as jl
+      >>> round(float(jl.soft_precision([2.0, 0.5, -1.0, 1.0, -2.0], [1, 1, 0, 0, 0])), 4)
+      0.5732
+    """
+    counts = soft_counts(
+        logits, labels, temperature=temperature, threshold=threshold, sample_weight=sample_weight
+    )
+    return counts_lib.precision(counts)
 
 
-def soft_recall(logits: Any, labels: Any, **options) -> Array:
-    """Recall of `soft_counts` (options as there); no positives gives NaN."""
-    return counts_lib.recall(soft_counts(logits, labels, **options))
+def soft_recall(
+    logits: ArrayLike,
+    labels: ArrayLike,
+    *,
+    temperature: float = 1.0,
+    threshold: float = 0.0,
+    sample_weight: ArrayLike | None = None,
+) -> Array:
+    r"""Recall of `soft_counts`: a differentiable recall.
+
+    As the temperature goes to 0 it becomes `jaxmetrics.recall` of ``logit >= threshold``.
+
+    .. math:: \mathrm{recall} = \frac{TP}{TP + FN}
+
+    Conventions: a batch without positives gives NaN. Bad input and `temperature` as
+    `soft_counts`: `ValueError` eagerly, NaN under `jax.jit`.
+
+    Args:
+      logits: ``[*batch, n]`` real scores.
+      labels: ``[*batch, n]`` labels in {0, 1} or bool.
+      temperature: T > 0 of the sigmoid relaxation.
+      threshold: the decision threshold on the logits.
+      sample_weight: optional ``[*batch, n]`` non-negative weights (0 for padding).
+
+    Returns:
+      A float array of shape ``[*batch]``.
+
+    Examples:
+      >>> import jaxmetrics.losses as jl
+      >>> round(float(jl.soft_recall([2.0, 0.5, -1.0, 1.0, -2.0], [1, 1, 0, 0, 0])), 4)
+      0.7516
+    """
+    counts = soft_counts(
+        logits, labels, temperature=temperature, threshold=threshold, sample_weight=sample_weight
+    )
+    return counts_lib.recall(counts)
 
 
-def _hinge_pairs(scores: Array, labels: Array, weights: Array, margin: float, power: int):
+def _hinge_pairs(scores: Array, labels: Array, weights: Array, margin: float, power: int) -> Array:
     """Sum over positive-negative pairs of w_i w_j max(0, margin - (s_i - s_j))^power, power 1/2.
 
     A pair is active when s_j > s_i - margin. One sort of the scores; for each positive, the
@@ -159,7 +275,7 @@ def _hinge_pairs(scores: Array, labels: Array, weights: Array, margin: float, po
     return (weights * labels * per_positive).sum()
 
 
-def _row_sums(scores: Array, column_weight: Array, term) -> Array:
+def _row_sums(scores: Array, column_weight: Array, term: Callable[[Array, Array], Array]) -> Array:
     """``[sum_j column_weight_j term(s_i, s_j) for each i]``, in blocks of rows (bounded memory)."""
     n = scores.shape[0]
     block = min(_PAIR_BLOCK, n)
@@ -170,29 +286,56 @@ def _row_sums(scores: Array, column_weight: Array, term) -> Array:
 
 
 def pairwise_auc_loss(
-    logits: Any,
-    labels: Any,
+    logits: ArrayLike,
+    labels: ArrayLike,
     *,
-    surrogate: str = "logistic",
+    surrogate: Surrogate = "logistic",
     margin: float = 1.0,
-    sample_weight: Any = None,
+    sample_weight: ArrayLike | None = None,
 ) -> Array:
     r"""Mean over positive-negative pairs of a surrogate of the mis-ranking indicator.
 
-    .. math:: \frac{1}{W_+ W_-} \sum_{i \in P} \sum_{j \in N} w_i w_j\, \ell(s_i - s_j)
+    A differentiable stand-in for ``1 - roc_auc``: the "sigmoid" surrogate becomes exactly
+    ``1 - jaxmetrics.roc_auc(logits, labels)`` as the logits are scaled up.
 
-    with ``logistic`` softplus(-d), ``hinge`` max(0, m - d), ``squared_hinge`` max(0, m - d)^2,
-    ``sigmoid`` sigmoid(-d) (the smooth 1 - AUC). The hinge family is computed exactly in
-    O(n log n) from sorted prefix sums, with no n+ x n- matrix; logistic and sigmoid sum the pairs
-    in blocks of rows, in O(n+ n) time and O(256 n) memory. Without pairs (one class in the batch)
-    the loss is 0.
+    .. math:: \mathcal{L} = \frac{1}{W_+ W_-} \sum_{i:\, y_i = 1} \sum_{j:\, y_j = 0}
+              w_i w_j\, \ell(s_i - s_j)
 
-    >>> import jaxmetrics.losses as jl
-    >>> float(jl.pairwise_auc_loss([2.0, 0.5, 1.0], [1, 1, 0], surrogate="hinge"))
-    0.75
+    with the surrogate l(d): "logistic" ``softplus(-d)``, "hinge" ``max(0, m - d)``,
+    "squared_hinge" ``max(0, m - d)^2``, "sigmoid" ``sigmoid(-d)``; m is `margin`, and W_+,
+    W_- the total weights of the two classes.
+
+    Conventions: the hinge family is computed exactly in O(n log n) from sorted prefix sums,
+    with no n+ x n- matrix; "logistic" and "sigmoid" sum the pairs in blocks of rows, in
+    O(n+ n) time and O(256 n) memory. Without pairs (one class in the batch) the loss is 0,
+    with zero gradient. An unknown `surrogate` raises `ValueError`. NaN or infinite logits,
+    labels outside {0, 1} and negative or non-finite weights raise `ValueError` eagerly; under
+    `jax.jit` or `jax.grad` the loss of that batch element is NaN.
+
+    Args:
+      logits: ``[*batch, n]`` real scores.
+      labels: ``[*batch, n]`` labels in {0, 1} or bool.
+      surrogate: "logistic", "hinge", "squared_hinge" or "sigmoid".
+      margin: m of the hinge surrogates (unused by the others).
+      sample_weight: optional ``[*batch, n]`` non-negative weights (0 for padding).
+
+    Returns:
+      A float array of shape ``[*batch]``.
+
+    Examples:
+      >>> import jaxmetrics.losses as jl
+      >>> logits, labels = [2.0, 0.5, -1.0, 1.0, -2.0], [1, 1, 0, 0, 0]
+      >>> float(jl.pairwise_auc_loss(logits, labels, surrogate="hinge"))  # 1.5 over 6 pairs
+      0.25
+      >>> round(float(jl.pairwise_auc_loss(logits, labels)), 4)
+      0.2724
+
+    References:
+      Yan, Dodier, Mozer & Wolniewicz (2003), "Optimizing classifier performance via an
+      approximation to the Wilcoxon-Mann-Whitney statistic", Proc. ICML, 848-855.
     """
     validation.check_option(surrogate, "surrogate", _SURROGATES)
-    logits, labels, weights, invalid = _inputs(logits, labels, sample_weight)
+    logits, labels, weights, invalid = _inputs(logits, labels, sample_weight, "logits")
 
     def kernel(scores: Array, labels: Array, weights: Array) -> Array:
         positive, negative = weights * labels, weights * (1 - labels)
@@ -211,16 +354,48 @@ def pairwise_auc_loss(
 
 
 def auc_margin_loss(
-    probs: Any, labels: Any, *, margin: float = 1.0, sample_weight: Any = None
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    margin: float = 1.0,
+    sample_weight: ArrayLike | None = None,
 ) -> Array:
     r"""AUC-M, the AUC margin loss of Yuan et al. (2021), in closed form for a batch.
 
-    .. math:: \mathrm{Var}_+(h) + \mathrm{Var}_-(h) + \max(0,\ m - (\bar h_+ - \bar h_-))^2
+    The value of the paper's min-max objective (`auc_margin_objective`) at its optimal a, b
+    (the class means) and alpha (the clipped margin violation): the spread of each class's
+    scores plus the squared shortfall of the gap between the class means from the margin.
 
-    This is the value of the paper's min-max objective (`auc_margin_objective`) at its optimal
-    a, b (the class means) and alpha (the clipped margin violation). Use scores in [0, 1] (the
-    paper's sigmoid outputs; margin 1.0 by default). A batch with one class present has no
-    margin term: the loss is the variance of the class that is there.
+    .. math:: \mathcal{L} = \mathrm{Var}_+(h) + \mathrm{Var}_-(h)
+              + \max\big(0,\ m - (\bar h_+ - \bar h_-)\big)^2
+
+    with h the scores, the means and (population) variances taken over each class with the
+    sample weights, and m the margin.
+
+    Conventions: use scores in [0, 1] (the paper's sigmoid outputs; margin 1.0 by default),
+    which are not checked. A batch with one class present has no margin term: the loss is the
+    variance of the class that is there. NaN or infinite `probs`, labels outside {0, 1} and
+    negative or non-finite weights raise `ValueError` eagerly (naming `probs`); under `jax.jit`
+    or `jax.grad` the loss of that batch element is NaN.
+
+    Args:
+      probs: ``[*batch, n]`` scores, e.g. ``jax.nn.sigmoid(logits)``.
+      labels: ``[*batch, n]`` labels in {0, 1} or bool.
+      margin: m, the wanted gap between the class means.
+      sample_weight: optional ``[*batch, n]`` non-negative weights (0 for padding).
+
+    Returns:
+      A float array of shape ``[*batch]``.
+
+    Examples:
+      >>> import jaxmetrics.losses as jl
+      >>> round(float(jl.auc_margin_loss([0.9, 0.6, 0.3, 0.7, 0.1], [1, 1, 0, 0, 0])), 4)
+      0.465
+
+    References:
+      Yuan, Yan, Sonka & Yang (2021), "Large-scale robust deep AUC maximization: a new
+      surrogate loss and empirical studies on medical image classification", Proc. ICCV,
+      3040-3049.
     """
     probs, labels, weights, invalid = _inputs(probs, labels, sample_weight, "probs")
     positive, negative = weights * labels, weights * (1 - labels)
@@ -235,34 +410,88 @@ def auc_margin_loss(
 
 
 class AucMarginState(NamedTuple):
-    """Auxiliary variables of the AUC-M min-max problem: minimise over a, b; maximise over alpha."""
+    """Auxiliary and dual variables of the AUC-M min-max problem (`auc_margin_objective`).
 
-    a: Array  # tracks the positives' mean score
-    b: Array  # tracks the negatives' mean score
-    alpha: Array  # dual variable, kept >= 0
+    Minimise the objective over the model, `a` and `b`; maximise it over `alpha`, kept >= 0.
+    At the saddle point a and b are the class means of the scores and alpha is the clipped
+    margin violation, where the objective equals `auc_margin_loss`. A pytree, so it passes
+    through `jax.grad` and optax.
+
+    Attributes:
+      a: tracks the positives' mean score (scalar, or ``[*batch]``).
+      b: tracks the negatives' mean score.
+      alpha: the dual variable, kept >= 0.
+
+    Examples:
+      >>> import jaxmetrics.losses as jl
+      >>> state = jl.AucMarginState(a=0.75, b=1.1 / 3, alpha=1 - (0.75 - 1.1 / 3))
+      >>> probs, labels = [0.9, 0.6, 0.3, 0.7, 0.1], [1, 1, 0, 0, 0]
+      >>> round(float(jl.auc_margin_objective(probs, labels, state)), 4)  # the saddle point
+      0.465
+
+    References:
+      Yuan, Yan, Sonka & Yang (2021), "Large-scale robust deep AUC maximization: a new
+      surrogate loss and empirical studies on medical image classification", Proc. ICCV,
+      3040-3049.
+    """
+
+    a: Array
+    b: Array
+    alpha: Array
 
 
 def auc_margin_objective(
-    probs: Any,
-    labels: Any,
+    probs: ArrayLike,
+    labels: ArrayLike,
     state: AucMarginState,
     *,
     margin: float = 1.0,
-    sample_weight: Any = None,
+    sample_weight: ArrayLike | None = None,
 ) -> Array:
-    r"""AUC-M's min-max objective with its auxiliary and dual variables as explicit state.
+    r"""AUC-M's min-max objective, with its auxiliary and dual variables as explicit state.
 
-    .. math:: E_+[(h - a)^2] + E_-[(h - b)^2] + 2\alpha (m - E_+[h] + E_-[h]) - \alpha^2
+    The objective that Yuan et al. (2021) train with PESG: minimised over the model and
+    ``state.a``, ``state.b``, maximised over ``state.alpha``. At a = mean+, b = mean-,
+    alpha = max(0, m - (mean+ - mean-)) it equals `auc_margin_loss`.
 
-    Training (PESG-style): take gradients with respect to the model, `state.a` and `state.b` and
-    descend; take the gradient with respect to `state.alpha` and *ascend*, then clip alpha at 0::
+    .. math:: f = E_+[(h - a)^2] + E_-[(h - b)^2] + 2\alpha\,(m - E_+[h] + E_-[h]) - \alpha^2
+
+    with E_+ and E_- the weighted means over the positives and the negatives.
+
+    Training (PESG-style): take gradients with respect to the model, `state.a` and `state.b`
+    and descend; take the gradient with respect to `state.alpha` and *ascend*, then clip alpha
+    at 0::
 
         grads = jax.grad(objective, argnums=(0, 1))(params, state)
         params = optax.apply_updates(params, optimizer.update(grads[0], ...)[0])
         state = AucMarginState(state.a - lr * grads[1].a, state.b - lr * grads[1].b,
                                jnp.maximum(0.0, state.alpha + lr * grads[1].alpha))
 
-    At a = mean+, b = mean-, alpha = max(0, m - (mean+ - mean-)) it equals `auc_margin_loss`.
+    Conventions: a class absent from the batch contributes 0 to its mean terms. Bad input as
+    `auc_margin_loss`: `ValueError` eagerly (naming `probs`), NaN under `jax.jit`.
+
+    Args:
+      probs: ``[*batch, n]`` scores in [0, 1], e.g. ``jax.nn.sigmoid(logits)``.
+      labels: ``[*batch, n]`` labels in {0, 1} or bool.
+      state: `AucMarginState` (a, b, alpha), scalars or ``[*batch]``.
+      margin: m, the wanted gap between the class means.
+      sample_weight: optional ``[*batch, n]`` non-negative weights (0 for padding).
+
+    Returns:
+      A float array of shape ``[*batch]``.
+
+    Examples:
+      >>> import jaxmetrics.losses as jl
+      >>> probs, labels = [0.9, 0.6, 0.3, 0.7, 0.1], [1, 1, 0, 0, 0]
+      >>> start = jl.AucMarginState(a=0.5, b=0.5, alpha=0.0)
+      >>> # alpha = 0: the spreads only, (0.16 + 0.01) / 2 + (0.04 + 0.04 + 0.16) / 3
+      >>> round(float(jl.auc_margin_objective(probs, labels, start)), 4)
+      0.165
+
+    References:
+      Yuan, Yan, Sonka & Yang (2021), "Large-scale robust deep AUC maximization: a new
+      surrogate loss and empirical studies on medical image classification", Proc. ICCV,
+      3040-3049.
     """
     probs, labels, weights, invalid = _inputs(probs, labels, sample_weight, "probs")
     positive, negative = weights * labels, weights * (1 - labels)
@@ -280,21 +509,53 @@ def auc_margin_objective(
 
 
 def smooth_ap_loss(
-    logits: Any, labels: Any, *, temperature: float = 0.01, sample_weight: Any = None
+    logits: ArrayLike,
+    labels: ArrayLike,
+    *,
+    temperature: float = 0.01,
+    sample_weight: ArrayLike | None = None,
 ) -> Array:
     r"""One minus Smooth-AP (Brown et al. 2020), binary form, in O(n+ n).
 
     Each positive's rank among all samples and among the positives is relaxed with a sigmoid of
-    the score differences:
+    the score differences. As the temperature goes to 0 it becomes
+    ``1 - jaxmetrics.average_precision(logits, labels)`` for distinct scores.
 
-    .. math:: 1 - \frac{1}{W_+}\sum_{i \in P} w_i \frac{1 + \sum_{j \in P, j \ne i} w_j
-              \sigma((s_j - s_i)/\tau)}{1 + \sum_{j \ne i} w_j \sigma((s_j - s_i)/\tau)}
+    .. math:: \mathcal{L} = 1 - \frac{1}{W_+} \sum_{i:\, y_i = 1} w_i\,
+              \frac{1 + \sum_{j \ne i,\, y_j = 1} w_j\, \sigma((s_j - s_i) / \tau)}
+                   {1 + \sum_{j \ne i} w_j\, \sigma((s_j - s_i) / \tau)}
 
-    As ``temperature -> 0`` this is 1 - AP for distinct scores. Pairs are summed in blocks of
-    rows (bounded memory). A batch without positives gives 0.
+    with tau the temperature and W_+ the total weight of the positives.
+
+    Conventions: tied scores count each other one half, at any temperature. A batch without
+    positives gives 0. Pairs are summed in blocks of rows (bounded memory). A temperature that
+    is not > 0 raises `ValueError`. NaN or infinite logits, labels outside {0, 1} and negative
+    or non-finite weights raise `ValueError` eagerly; under `jax.jit` or `jax.grad` the loss of
+    that batch element is NaN.
+
+    Args:
+      logits: ``[*batch, n]`` real scores.
+      labels: ``[*batch, n]`` labels in {0, 1} or bool.
+      temperature: tau > 0; smaller is closer to 1 - AP, with steeper gradients.
+      sample_weight: optional ``[*batch, n]`` non-negative weights (0 for padding).
+
+    Returns:
+      A float array of shape ``[*batch]``.
+
+    Examples:
+      >>> import jaxmetrics.losses as jl
+      >>> logits, labels = [2.0, 0.5, -1.0, 1.0, -2.0], [1, 1, 0, 0, 0]
+      >>> round(float(jl.smooth_ap_loss(logits, labels)), 4)  # 1 - AP = 1 - (1 + 2/3) / 2
+      0.1667
+      >>> round(float(jl.smooth_ap_loss(logits, labels, temperature=1.0)), 4)
+      0.2734
+
+    References:
+      Brown, Xie, Kalogeiton & Zisserman (2020), "Smooth-AP: smoothing the path towards
+      large-scale image retrieval", Proc. ECCV, LNCS 12354:677-694.
     """
     _check_temperature(temperature)
-    logits, labels, weights, invalid = _inputs(logits, labels, sample_weight)
+    logits, labels, weights, invalid = _inputs(logits, labels, sample_weight, "logits")
 
     def kernel(scores: Array, labels: Array, weights: Array) -> Array:
         positive = weights * labels
@@ -316,27 +577,55 @@ def smooth_ap_loss(
 
 
 def recall_at_precision_objective(
-    logits: Any,
-    labels: Any,
-    multiplier: Any,
+    logits: ArrayLike,
+    labels: ArrayLike,
+    multiplier: ArrayLike,
     *,
     min_precision: float,
-    sample_weight: Any = None,
+    sample_weight: ArrayLike | None = None,
 ) -> Array:
     r"""Lagrangian of "maximise recall subject to precision >= alpha" (Eban et al. 2017).
 
-    With hinge bounds on the counts, ``TP >= W_+ - L_+`` and ``FP <= L_-`` where
-    ``L_+ = sum_P w max(0, 1 - s)`` and ``L_- = sum_N w max(0, 1 + s)`` (s the logit minus the
-    decision threshold, which the model learns as its bias), the problem becomes
+    The training counterpart of `jaxmetrics.recall_at_precision`. With hinge bounds on the
+    counts, ``TP >= W_+ - L_+`` and ``FP <= L_-``, where ``L_+ = sum_P w max(0, 1 - s)`` and
+    ``L_- = sum_N w max(0, 1 + s)`` (s the logit minus the decision threshold, which the model
+    learns as its bias), the constrained problem becomes a min-max one, here divided by W_+ for
+    scale:
 
-    .. math:: \min_{f} \max_{\lambda \ge 0}\ (1 + \lambda) L_+ + \lambda \frac{\alpha}{1-\alpha} L_-
-              - \lambda W_+
+    .. math:: \min_f \max_{\lambda \ge 0}\ \frac{1}{W_+}\Big((1 + \lambda) L_+
+              + \lambda \frac{\alpha}{1 - \alpha} L_- - \lambda W_+\Big)
 
-    here divided by W_+ for scale. `multiplier` is lambda, explicit state: descend on the model,
-    ascend on lambda (gradient = the constraint violation) and clip it at 0.
+    with alpha = `min_precision` and lambda = `multiplier`, explicit state: descend on the
+    model, ascend on lambda (its gradient is the constraint violation) and clip it at 0.
+
+    Conventions: a batch without positives gives 0. `min_precision` outside (0, 1) raises
+    `ValueError`. NaN or infinite logits, labels outside {0, 1} and negative or non-finite
+    weights raise `ValueError` eagerly; under `jax.jit` or `jax.grad` the value of that batch
+    element is NaN.
+
+    Args:
+      logits: ``[*batch, n]`` real scores, the decision threshold at 0.
+      labels: ``[*batch, n]`` labels in {0, 1} or bool.
+      multiplier: lambda >= 0, a scalar or ``[*batch]`` (the dual variable).
+      min_precision: alpha in (0, 1), the precision the constraint asks for.
+      sample_weight: optional ``[*batch, n]`` non-negative weights (0 for padding).
+
+    Returns:
+      A float array of shape ``[*batch]``.
+
+    Examples:
+      >>> import jaxmetrics.losses as jl
+      >>> logits, labels = [2.0, 0.5, -1.0, 1.0, -2.0], [1, 1, 0, 0, 0]
+      >>> # L+ = 0.5, L- = 2: (1.5 * 0.5 + 0.5 * 4 * 2 - 0.5 * 2) / 2
+      >>> float(jl.recall_at_precision_objective(logits, labels, 0.5, min_precision=0.8))
+      1.875
+
+    References:
+      Eban, Schain, Mackey, Gordon, Saurous & Elidan (2017), "Scalable learning of
+      non-decomposable objectives", Proc. AISTATS, PMLR 54:832-840.
     """
     validation.check_probability_level(min_precision, "min_precision")
-    logits, labels, weights, invalid = _inputs(logits, labels, sample_weight)
+    logits, labels, weights, invalid = _inputs(logits, labels, sample_weight, "logits")
     positive, negative = weights * labels, weights * (1 - labels)
     loss_pos = (positive * jax.nn.relu(1 - logits)).sum(-1)
     loss_neg = (negative * jax.nn.relu(1 + logits)).sum(-1)

@@ -2,28 +2,37 @@
 multiclass ROC AUC and a classification report.
 
 The class count is always stated (`num_classes`), never inferred from the data: a class absent
-from a fold keeps its row and column, so folds can be added (seed 003). Counting goes through the
-ranking engine: the (true, predicted) pair codes are sorted once and each cell is a difference of
-prefix sums, exact in int32 without a scatter.
+from a fold keeps its row and column, so the matrices of folds, batches and devices can be added.
+Counting goes through the ranking engine: the (true, predicted) pair codes are sorted once and
+each cell is a difference of prefix sums, exact in int32 without a scatter.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxmetrics._src import counts as counts_lib
 from jaxmetrics._src import ranking, sorting, validation
 from jaxmetrics._src.counts import Counts, safe_divide
+from jaxmetrics._src.typing import (
+    Array,
+    ArrayLike,
+    Kappa,
+    MultiClass,
+    RocAucAverage,
+    options_of,
+)
 
-Array = jax.Array
+_KAPPA_WEIGHTINGS = options_of(Kappa)
+_MULTI_CLASS = options_of(MultiClass)
+_ROC_AUC_AVERAGES = options_of(RocAucAverage)
 
 
-def _class_indices(values: Any, name: str, num_classes: int) -> tuple[Array, Array]:
+def _class_indices(values: ArrayLike, name: str, num_classes: int) -> tuple[Array, Array]:
     """Class indices as int32 and the per-batch `invalid` flag: integers in [0, num_classes),
     raised on eagerly (checked in numpy on the host) and flagged under jit."""
     values = validation.as_real_array(values, name, host=True)
@@ -38,12 +47,12 @@ def _class_indices(values: Any, name: str, num_classes: int) -> tuple[Array, Arr
     return jnp.asarray(values).astype(jnp.int32), invalid
 
 
-def _check_num_classes(num_classes: Any) -> int:
+def _check_num_classes(num_classes: int) -> int:
     """`num_classes` is stated, never inferred: a Python or numpy int >= 2."""
     return validation.check_count(num_classes, "num_classes", minimum=2)
 
 
-def _count_weights(weights: Any) -> tuple[Array | None, Array]:
+def _count_weights(weights: ArrayLike | None) -> tuple[Array | None, Array]:
     """Weights ready for counting, and the per-batch `invalid` flag.
 
     `validation.check_weights` refuses negative and non-finite weights and, for integer weights
@@ -60,35 +69,49 @@ def _count_weights(weights: Any) -> tuple[Array | None, Array]:
 
 
 def confusion_matrix(
-    predictions: Any, labels: Any, *, num_classes: int, sample_weight: Any = None
+    predictions: ArrayLike,
+    labels: ArrayLike,
+    *,
+    num_classes: int,
+    sample_weight: ArrayLike | None = None,
 ) -> Array:
-    """Multiclass confusion matrix, rows true classes and columns predicted classes.
+    r"""Multiclass confusion matrix: rows are the true classes, columns the predicted ones.
 
-    Matches `sklearn.metrics.confusion_matrix(labels, predictions, labels=range(num_classes))`.
+    Matches ``sklearn.metrics.confusion_matrix(labels, predictions, labels=range(num_classes),
+    sample_weight=sample_weight)`` (note the argument order: predictions first here, as in every
+    jaxmetrics function). The width is stated, never inferred: a class that no sample holds keeps
+    its (empty) row and column, so matrices of folds, batches or devices add up.
 
-    Conventions: class indices outside [0, num_classes) and negative or non-finite weights raise
-    `ValueError` eagerly; under jit that batch element's matrix is all -1 (NaN with float
-    weights). Counts are int32, exact, without weights or with integer weights, whose total per
-    batch element must be below 2^31 (checked on the host; under jit a larger float32 total marks
-    the element); float weights give float32 counts (float64 under x64).
+    .. math:: M_{ij} = \sum_s w_s\, [y_s = i]\, [\hat y_s = j]
+
+    Conventions: class indices outside [0, C) and negative or non-finite weights raise
+    `ValueError` eagerly; under `jax.jit` every cell of that batch element's matrix is -1 (NaN
+    with float weights), the marker that every function of a matrix turns into NaN. Counts are
+    int32 and exact without weights or with integer weights, whose total per batch element must
+    stay below 2^31 (checked eagerly; under `jax.jit` a larger total marks the element); float
+    weights give float32 sums (float64 under x64).
 
     Args:
-      predictions: ``[*batch, n]`` predicted class indices.
-      labels: ``[*batch, n]`` true class indices.
-      num_classes: the number of classes C (static); never inferred.
-      sample_weight: optional ``[*batch, n]`` weights.
+      predictions: ``[*batch, n]`` predicted class indices (ints or bools).
+      labels: ``[*batch, n]`` true class indices, broadcasting against `predictions`.
+      num_classes: the number of classes C, a Python or numpy int >= 2 (static).
+      sample_weight: optional ``[*batch, n]`` non-negative weights.
 
     Returns:
-      ``[*batch, C, C]``: int32 counts (float with float weights).
+      ``[*batch, C, C]`` counts: int32, or float with float weights.
 
-    >>> import jaxmetrics as jm
-    >>> jm.confusion_matrix([0, 1, 1, 2], [0, 1, 2, 2], num_classes=3).tolist()
-    [[1, 0, 0], [0, 1, 0], [0, 1, 1]]
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> jm.confusion_matrix([0, 1, 1, 2], [0, 1, 2, 2], num_classes=3).tolist()
+      [[1, 0, 0], [0, 1, 0], [0, 1, 1]]
     """
     num_classes = _check_num_classes(num_classes)
     cells = num_classes * num_classes
     if cells >= 2**24:
-        raise ValueError(f"`num_classes` too large for exact pair codes; got {num_classes}.")
+        raise ValueError(
+            f"`num_classes` must be below 4096 (pair codes are exact in float32); "
+            f"got {num_classes}."
+        )
     predictions, invalid_predictions = _class_indices(predictions, "predictions", num_classes)
     labels, invalid_labels = _class_indices(labels, "labels", num_classes)
     weights, invalid_weights = _count_weights(sample_weight)
@@ -115,13 +138,45 @@ def _marked(matrix: Array) -> Array:
     return jnp.any(matrix < 0, axis=(-2, -1))
 
 
-def one_vs_rest(matrix: Any) -> Counts:
-    """Per-class binary counts of a ``[*batch, C, C]`` confusion matrix, class axis last.
+def _square(matrix: ArrayLike) -> Array:
+    matrix = validation.as_real_array(matrix, "matrix", min_ndim=2)
+    if matrix.shape[-1] != matrix.shape[-2]:
+        raise ValueError(
+            f"`matrix` must be square, [*batch, C, C]; got shape {tuple(matrix.shape)}."
+        )
+    return matrix
 
-    For class c: TP the diagonal, FP the rest of column c, FN the rest of row c, TN everything
-    else. Feed the result to any rate with ``average=None | "micro" | "macro" | "weighted"``.
-    A matrix carrying the -1 marker (a bad input under jit) gives counts that are all -1 (NaN
-    for float counts), so every rate of them is NaN.
+
+def one_vs_rest(matrix: ArrayLike) -> Counts:
+    r"""Per-class binary counts of a confusion matrix, one-vs-rest, with the class axis last.
+
+    Matches `sklearn.metrics.multilabel_confusion_matrix` on the predictions the matrix was
+    counted from, as `Counts` instead of ``[C, 2, 2]`` blocks (whose ``ravel()`` order is
+    ``tn, fp, fn, tp``). Feed the result to any rate with ``average=None | "micro" | "macro" |
+    "weighted"``: ``jm.precision(jm.one_vs_rest(matrix), average="macro")``.
+
+    .. math:: TP_c = M_{cc}, \quad FP_c = \sum_i M_{ic} - M_{cc}, \quad
+              FN_c = \sum_j M_{cj} - M_{cc}, \quad TN_c = \sum_{ij} M_{ij} - TP_c - FP_c - FN_c
+
+    Conventions: class c is the positive class of its column of counts. A matrix holding a
+    negative entry (the -1 marker of a bad input under `jax.jit`) is a result, not an error: its
+    batch element's counts are all -1 (NaN for float counts), so every rate of them is NaN. A
+    matrix that is not square raises `ValueError`.
+
+    Args:
+      matrix: ``[*batch, C, C]`` confusion matrix, rows true classes, columns predicted.
+
+    Returns:
+      `Counts` whose fields have shape ``[*batch, C]``, in the matrix's dtype.
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> matrix = jm.confusion_matrix([0, 1, 1, 2], [0, 1, 2, 2], num_classes=3)
+      >>> counts = jm.one_vs_rest(matrix)
+      >>> counts.tp.tolist(), counts.fp.tolist(), counts.fn.tolist()
+      ([1, 1, 1], [0, 1, 0], [0, 0, 1])
+      >>> round(float(jm.precision(counts, average="macro")), 4)  # (1 + 1/2 + 1) / 3
+      0.8333
     """
     matrix = _square(matrix)
     tp = jnp.diagonal(matrix, axis1=-2, axis2=-1)
@@ -131,27 +186,49 @@ def one_vs_rest(matrix: Any) -> Counts:
     return validation.nan_where(_marked(matrix), Counts(tp, fp, fn, tn))
 
 
-def _square(matrix: Any) -> Array:
-    matrix = validation.as_real_array(matrix, "matrix", min_ndim=2)
-    if matrix.shape[-1] != matrix.shape[-2]:
-        raise ValueError(f"`matrix` must be square [*batch, C, C]; got shape {matrix.shape}.")
-    return matrix
+def cohen_kappa(matrix: ArrayLike, *, weighting: Kappa = None) -> Array:
+    r"""Cohen's kappa of a confusion matrix: agreement beyond what chance would give.
 
+    Matches ``sklearn.metrics.cohen_kappa_score(labels, predictions, weights=weighting)`` on the
+    predictions the matrix was counted from (scikit-learn calls the option `weights`; here
+    `weights` would read as sample weights, which the matrix already holds). Without a weighting
+    it is ``(p_o - p_e) / (1 - p_e)``, p_o the observed and p_e the chance agreement.
 
-def cohen_kappa(matrix: Any, *, weights: str | None = None) -> Array:
-    r"""Cohen's kappa of a ``[*batch, C, C]`` confusion matrix; matches sklearn's cohen_kappa_score.
+    .. math:: \kappa = 1 - \frac{\sum_{ij} c_{ij} O_{ij}}{\sum_{ij} c_{ij} E_{ij}}, \qquad
+              E_{ij} = \Big(\sum_k O_{ik}\Big) \Big(\sum_k O_{kj}\Big)
 
-    .. math:: \kappa = 1 - \frac{\sum_{ij} w_{ij} O_{ij}}{\sum_{ij} w_{ij} E_{ij}}
+    with O the matrix scaled to proportions and the disagreement cost c_ij = [i != j] (None),
+    ``|i - j|`` ("linear") or ``(i - j)^2`` ("quadratic"); the weighted kinds suit ordered
+    classes.
 
-    with E the outer product of the margins (scaled to the total) and w 0/1 off the diagonal,
-    ``|i - j|`` ("linear") or ``(i - j)^2`` ("quadratic"). The matrix is scaled to proportions
-    first, so huge weights (1e20) cannot overflow. An empty denominator or an empty matrix gives
-    NaN, and so does a matrix carrying the -1 marker of a bad input under jit.
+    Conventions: the matrix is scaled to proportions before anything is multiplied, so huge
+    weights (1e20) cannot overflow. An empty denominator (all the weight in one row and the same
+    column, or an empty matrix) gives NaN, as scikit-learn's default. A matrix holding a negative
+    entry (the -1 marker of a bad input under `jax.jit`) gives NaN for its batch element; an
+    unknown `weighting` or a matrix that is not square raises `ValueError`.
+
+    Args:
+      matrix: ``[*batch, C, C]`` confusion matrix (counts or summed weights), rows true classes.
+      weighting: None, "linear" or "quadratic": the disagreement cost of cell (i, j).
 
     Returns:
-      ``[*batch]`` kappas, float32 (float64 under x64).
+      A float array of shape ``[*batch]`` (float64 under x64).
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> matrix = jm.confusion_matrix([0, 1, 1, 2, 2, 0], [0, 1, 2, 2, 2, 1], num_classes=3)
+      >>> round(float(jm.cohen_kappa(matrix)), 4)
+      0.5
+      >>> round(float(jm.cohen_kappa(matrix, weighting="quadratic")), 4)
+      0.75
+
+    References:
+      Cohen (1960), "A coefficient of agreement for nominal scales", Educational and
+      Psychological Measurement 20:37-46. Cohen (1968), "Weighted kappa", Psychological
+      Bulletin 70:213-220. For the K-class correlation of the same matrix (Gorodkin 2004), see
+      `matthews_corrcoef`.
     """
-    validation.check_option(weights, "weights", (None, "linear", "quadratic"))
+    validation.check_option(weighting, "weighting", _KAPPA_WEIGHTINGS)
     matrix = _square(matrix)
     marked = _marked(matrix)
     dtype = validation.float_dtype()
@@ -159,61 +236,85 @@ def cohen_kappa(matrix: Any, *, weights: str | None = None) -> Array:
     expected = shares.sum(-1, keepdims=True) * shares.sum(-2, keepdims=True)
     index = np.arange(matrix.shape[-1])
     distance = jnp.asarray(np.abs(index[:, None] - index[None, :]), dtype)
-    if weights is None:
+    if weighting is None:
         cost = (distance > 0).astype(dtype)
     else:
-        cost = distance if weights == "linear" else distance**2
+        cost = distance if weighting == "linear" else distance**2
     observed_cost = (cost * shares).sum((-2, -1))
     expected_cost = (cost * expected).sum((-2, -1))
     return jnp.where(marked, jnp.nan, 1 - safe_divide(observed_cost, expected_cost, jnp.nan))
 
 
-def _is_not_finite(values: Any) -> Any:
+def _is_not_finite(values: ArrayLike) -> ArrayLike:
     return ~((values > -np.inf) & (values < np.inf))  # NaN fails both comparisons
 
 
-def _probability_matrix(probs: Any, labels: Any):
-    """Class scores ``[*batch, n, C]``, labels int32 ``[*batch, n]`` and `invalid` ``[*batch]``."""
+def _probability_matrix(probs: ArrayLike, labels: ArrayLike) -> tuple[Array, Array, Array, int]:
+    """Class scores ``[*batch, n, C]``, labels int32 ``[*batch, n]``, `invalid` ``[*batch]``
+    and C."""
     probs = validation.as_scores(probs, "probs", host=True)
     if probs.ndim < 2:
-        raise ValueError(f"`probs` must have shape [*batch, n, C]; got {probs.shape}.")
+        raise ValueError(f"`probs` must have shape [*batch, n, C]; got {tuple(probs.shape)}.")
     num_classes = probs.shape[-1]
     labels, invalid_labels = _class_indices(labels, "labels", num_classes)
     if labels.shape[-1] != probs.shape[-2]:
         raise ValueError(
             f"`labels` must have one class per row of `probs`: expected {probs.shape[-2]} samples, "
-            f"got shape {labels.shape}."
+            f"got shape {tuple(labels.shape)}."
         )
     invalid = validation.check_values(probs, "probs", _is_not_finite, "be finite", sample_axes=2)
     try:
         batch_shape = tuple(np.broadcast_shapes(probs.shape[:-2], labels.shape[:-1]))
     except ValueError:
         raise ValueError(
-            f"batch axes must broadcast; got `probs` {probs.shape} and `labels` {labels.shape}."
+            f"batch axes must broadcast; got `probs` {tuple(probs.shape)} and `labels` "
+            f"{tuple(labels.shape)}."
         ) from None
     invalid = jnp.broadcast_to(invalid | invalid_labels, batch_shape)
     return jnp.asarray(probs), labels, invalid, num_classes
 
 
-def top_k_accuracy(probs: Any, labels: Any, *, k: int, sample_weight: Any = None) -> Array:
-    """Share of samples whose true class is among the k highest scores.
+def top_k_accuracy(
+    probs: ArrayLike, labels: ArrayLike, *, k: int, sample_weight: ArrayLike | None = None
+) -> Array:
+    r"""Share of samples whose true class is among their k highest-scored classes.
 
-    Matches `sklearn.metrics.top_k_accuracy_score` when scores are distinct. Tie rule: when the
-    true class ties with others at the k-th place, the sample counts the chance that a random
-    tie-break keeps it in the top k (the same rule as `precision_at_k`).
+    Matches ``sklearn.metrics.top_k_accuracy_score(labels, probs, k=k, labels=range(C))``,
+    except where the true class ties with others at the k-th place: scikit-learn's sort then
+    decides by class index, while here the sample counts the chance that a random tie-break
+    keeps its true class in the top k (the rule of `precision_at_k`), so the result never depends
+    on the order of the classes. With ``k >= C`` every sample counts 1.
 
-    Conventions: NaN/inf scores, class indices outside [0, C) and negative or non-finite weights
-    raise `ValueError` eagerly; under jit that batch element is NaN. A zero total weight gives
-    NaN.
+    .. math:: \mathrm{top}_k = \frac{1}{W} \sum_i w_i
+              \min\Big(1, \max\Big(0, \frac{k - g_i}{t_i}\Big)\Big)
+
+    with g_i the number of classes scored strictly above sample i's true class, t_i the number
+    scored equal to it (itself included), and W the total weight.
+
+    Conventions: NaN or infinite scores, class indices outside [0, C) and negative or
+    non-finite weights raise `ValueError` eagerly; under `jax.jit` that batch element is NaN. A
+    zero total weight gives NaN. `k` must be a Python or numpy int >= 1 (a bool is refused with
+    `TypeError`).
 
     Args:
-      probs: ``[*batch, n, C]`` class scores.
-      labels: ``[*batch, n]`` true class indices.
-      k: a positive int (static; Python or numpy).
+      probs: ``[*batch, n, C]`` class scores (probabilities or logits: only their order counts).
+      labels: ``[*batch, n]`` true class indices in [0, C).
+      k: the number of top places, a positive int (static).
       sample_weight: optional ``[*batch, n]`` non-negative weights.
 
     Returns:
-      ``[*batch]`` accuracies.
+      A float array of shape ``[*batch]``.
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> probs = [[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.3, 0.6],
+      ...          [0.3, 0.3, 0.4], [0.5, 0.4, 0.1], [0.2, 0.6, 0.2]]
+      >>> labels = [0, 1, 2, 2, 1, 0]
+      >>> round(float(jm.top_k_accuracy(probs, labels, k=1)), 4)
+      0.6667
+      >>> # the last sample's true class ties with another for 2nd place: it counts 1/2
+      >>> round(float(jm.top_k_accuracy(probs, labels, k=2)), 4)
+      0.9167
     """
     k = validation.check_count(k, "k")
     probs, labels, invalid, _ = _probability_matrix(probs, labels)
@@ -233,31 +334,61 @@ def top_k_accuracy(probs: Any, labels: Any, *, k: int, sample_weight: Any = None
 
 
 def multiclass_roc_auc(
-    probs: Any, labels: Any, *, average: str | None = "macro", multi_class: str = "ovr"
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    average: RocAucAverage = "macro",
+    multi_class: MultiClass = "ovr",
 ) -> Array:
-    """Multiclass ROC AUC, one-vs-rest or one-vs-one (Hand & Till 2001), as scikit-learn.
+    r"""Multiclass ROC AUC, one-vs-rest or one-vs-one (Hand & Till's M).
 
-    Matches `sklearn.metrics.roc_auc_score(labels, probs, multi_class=..., average=...)`.
-    "ovr": class c's scores against membership of class c; "macro" averages the C AUCs, "weighted"
-    weighs them by prevalence, None returns them. "ovo": for every pair (a, b), the mean of
-    AUC(a vs b) on a's scores and AUC(b vs a) on b's scores, over the samples of a and b only;
-    "macro" averages the pairs (Hand & Till's M), "weighted" weighs a pair by its share of samples.
-    A class without samples makes its AUCs NaN, and a macro average over them NaN.
+    Matches ``sklearn.metrics.roc_auc_score(labels, probs, multi_class=multi_class,
+    average=average)``, except that the rows of `probs` need not sum to 1 (scikit-learn refuses
+    them; only the order of each class's scores counts) and that a class without samples makes
+    its AUCs NaN (scikit-learn raises). "ovr": class c's scores against membership of class c;
+    "macro" averages the C AUCs, "weighted" weighs them by prevalence, None returns them. "ovo":
+    for each pair of classes, the mean of the two one-against-the-other AUCs over the samples of
+    the pair; "macro" averages the pairs, "weighted" weighs a pair by its number of samples.
 
-    Conventions: NaN/inf scores and class indices outside [0, C) raise `ValueError` eagerly;
-    under jit that batch element is NaN.
+    .. math:: \mathrm{OvR}_c = \mathrm{AUC}\big(p_{\cdot c},\ [y = c]\big), \qquad
+              M = \frac{2}{C (C - 1)} \sum_{a < b} \frac{A(a \mid b) + A(b \mid a)}{2}
+
+    with A(a | b) the AUC of class a's scores separating the samples of a from those of b.
+
+    Conventions: ties between scores count 1/2, as in `roc_auc`. An average over a NaN AUC is
+    NaN. NaN or infinite scores and class indices outside [0, C) raise `ValueError`
+    eagerly; under `jax.jit` that batch element is NaN. An unknown `average` or `multi_class`,
+    and ``average=None`` with "ovo", raise `ValueError`.
 
     Args:
-      probs: ``[*batch, n, C]`` class scores (each row a distribution, for sklearn's checks).
-      labels: ``[*batch, n]`` class indices.
+      probs: ``[*batch, n, C]`` class scores.
+      labels: ``[*batch, n]`` true class indices in [0, C).
+      average: "macro", "weighted", or None for the per-class AUCs ("ovr" only).
+      multi_class: "ovr" (one-vs-rest) or "ovo" (one-vs-one).
 
     Returns:
-      ``[*batch]`` (``[*batch, C]`` per class for ``average=None``).
+      A float array of shape ``[*batch]``; ``[*batch, C]`` with ``average=None``.
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> probs = [[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.3, 0.6],
+      ...          [0.3, 0.3, 0.4], [0.5, 0.4, 0.1], [0.2, 0.6, 0.2]]
+      >>> labels = [0, 1, 2, 2, 1, 0]
+      >>> round(float(jm.multiclass_roc_auc(probs, labels)), 4)
+      0.8125
+      >>> round(float(jm.multiclass_roc_auc(probs, labels, multi_class="ovo")), 4)
+      0.8125
+
+    References:
+      Hand & Till (2001), "A simple generalisation of the area under the ROC curve for multiple
+      class classification problems", Machine Learning 45:171-186.
     """
-    validation.check_option(multi_class, "multi_class", ("ovr", "ovo"))
-    validation.check_option(average, "average", (None, "macro", "weighted"))
+    validation.check_option(multi_class, "multi_class", _MULTI_CLASS)
+    validation.check_option(average, "average", _ROC_AUC_AVERAGES)
     if multi_class == "ovo" and average is None:
-        raise ValueError("`average=None` is not defined for multi_class='ovo'.")
+        raise ValueError(
+            "`average` must be 'macro' or 'weighted' with multi_class='ovo'; got None."
+        )
     probs, labels, invalid, num_classes = _probability_matrix(probs, labels)
     by_class = jnp.swapaxes(probs, -1, -2)  # [*batch, C, n]: the samples on the last axis
     classes = jnp.arange(num_classes)[:, None]
@@ -286,36 +417,94 @@ def multiclass_roc_auc(
 
 
 class ClassificationReport(NamedTuple):
-    """Per-class rates ``[*batch, C]`` and their averages (dicts of ``[*batch]`` arrays)."""
+    """Per-class precision, recall, F1 and support, the accuracy and the three averages.
+
+    What `classification_report` returns, and what the multiclass
+    `jaxmetrics.streaming.ConfusionState` computes (as a dict of the same keys). Each average is a
+    dict with the keys "precision", "recall" and "f1", as scikit-learn's "macro avg" and
+    "weighted avg" (less "support"). For single-label data the three micro averages all equal
+    the accuracy.
+
+    Attributes:
+      precision: ``[*batch, C]`` precision of each class, one-vs-rest.
+      recall: ``[*batch, C]`` recall of each class.
+      f1: ``[*batch, C]`` F1 of each class.
+      support: ``[*batch, C]`` true members of each class: int32 counts, or float sums of
+        weights (-1 for a batch element whose input was bad under `jax.jit`).
+      accuracy: ``[*batch]`` the share of samples classified right (trace over total).
+      macro: dict of ``[*batch]`` arrays: the plain mean over the classes.
+      weighted: dict of ``[*batch]`` arrays: the mean weighted by support.
+      micro: dict of ``[*batch]`` arrays: the rate of the pooled counts.
+    """
 
     precision: Array
     recall: Array
     f1: Array
     support: Array
     accuracy: Array
-    macro: dict
-    weighted: dict
-    micro: dict
+    macro: dict[str, Array]
+    weighted: dict[str, Array]
+    micro: dict[str, Array]
 
 
 def classification_report(
-    predictions: Any,
-    labels: Any,
+    predictions: ArrayLike,
+    labels: ArrayLike,
     *,
     num_classes: int,
-    sample_weight: Any = None,
+    sample_weight: ArrayLike | None = None,
     zero_division: float = math.nan,
 ) -> ClassificationReport:
-    """Per-class precision, recall, F1 and support, with accuracy and the three averages.
+    r"""Per-class precision, recall, F1 and support, with the accuracy and the three averages.
 
-    The numbers of `sklearn.metrics.classification_report` (as arrays, not text), computed from
-    one confusion matrix. Undefined rates are `zero_division` (NaN by default), and a macro
-    average over a NaN class is NaN. Bad input as `confusion_matrix`: under jit a bad batch
-    element has every rate and the accuracy NaN and its support -1.
+    The numbers of ``sklearn.metrics.classification_report(labels, predictions,
+    labels=range(num_classes), output_dict=True, zero_division=zero_division)``, as arrays
+    rather than text, computed from one `confusion_matrix`; except that a macro average over a
+    class whose rate is undefined is NaN (with ``zero_division=nan`` scikit-learn leaves that
+    class out), and that the micro averages are always given (scikit-learn names them
+    "accuracy" when every class is listed).
+
+    .. math:: P_c = \frac{M_{cc}}{\sum_i M_{ic}}, \quad R_c = \frac{M_{cc}}{\sum_j M_{cj}},
+              \quad F1_c = \frac{2 M_{cc}}{\sum_i M_{ic} + \sum_j M_{cj}}, \quad
+              \mathrm{accuracy} = \frac{\sum_c M_{cc}}{\sum_{ij} M_{ij}}
+
+    Conventions: undefined rates (a class never predicted, a class without members) are
+    `zero_division`, NaN by default. Bad input as `confusion_matrix`: eagerly a `ValueError`;
+    under `jax.jit` a bad batch element has every rate and the accuracy NaN and its support -1.
+
+    Args:
+      predictions: ``[*batch, n]`` predicted class indices.
+      labels: ``[*batch, n]`` true class indices.
+      num_classes: the number of classes C, a Python or numpy int >= 2 (static).
+      sample_weight: optional ``[*batch, n]`` non-negative weights.
+      zero_division: the value of an undefined rate; NaN by default.
+
+    Returns:
+      `ClassificationReport`: per-class fields ``[*batch, C]``, the accuracy and the averages
+      ``[*batch]``.
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> report = jm.classification_report(
+      ...     [0, 1, 1, 2, 2, 0], [0, 1, 2, 2, 2, 1], num_classes=3)
+      >>> [round(x, 4) for x in report.recall.tolist()]
+      [1.0, 0.5, 0.6667]
+      >>> round(float(report.macro["f1"]), 4), round(float(report.accuracy), 4)
+      (0.6556, 0.6667)
     """
     matrix = confusion_matrix(
         predictions, labels, num_classes=num_classes, sample_weight=sample_weight
     )
+    return report_of_matrix(matrix, zero_division=zero_division)
+
+
+def report_of_matrix(matrix: Array, *, zero_division: float = math.nan) -> ClassificationReport:
+    """`classification_report` of a ``[*batch, C, C]`` confusion matrix (rows true classes).
+
+    Shared by `classification_report` and the multiclass streaming `ConfusionState`, so that
+    both give the same numbers under the same names. A matrix holding the -1 marker gives NaN
+    rates and a support of -1 for its batch element.
+    """
     counts = one_vs_rest(matrix)
     rates = {
         "precision": counts_lib.precision,
@@ -323,7 +512,7 @@ def classification_report(
         "f1": counts_lib.f_beta,
     }
 
-    def averaged(average: str) -> dict:
+    def averaged(average: str) -> dict[str, Array]:
         return {
             name: rate(counts, zero_division=zero_division, average=average)
             for name, rate in rates.items()
@@ -344,33 +533,3 @@ def classification_report(
         averaged("weighted"),
         averaged("micro"),
     )
-
-
-def over_folds(
-    rate, counts: Counts, *, fold_axis: int = 0, pooled: bool = True, **options
-) -> Array:
-    """A rate over cross-validation folds: pooled (default) or averaged.
-
-    Pooled sums the folds' counts and divides once, so every sample counts equally and the result
-    does not depend on how the samples were dealt into folds (seed 003); averaged computes the
-    rate per fold and takes the mean, so every fold counts equally (a fold of one weighs as much
-    as a fold of a hundred).
-
-    Args:
-      rate: any rate of `Counts` (`precision`, `accuracy`, `f_beta`, ...).
-      counts: `Counts` with a fold axis.
-      fold_axis: which axis of the counts holds the folds.
-      pooled: False to average the per-fold rates instead.
-      **options: passed to `rate` (e.g. ``average="macro"``, ``beta=2.0``).
-
-    A fold carrying the -1 count marker (a bad input under jit) makes the result NaN either way:
-    pooled, the sum keeps the marker instead of adding -1s into the other folds' counts.
-    """
-    counts = Counts(*(jnp.asarray(c) for c in counts))
-    if not pooled:
-        return jnp.mean(rate(counts, **options), axis=fold_axis)
-    marked = jnp.any(
-        (counts.tp < 0) | (counts.fp < 0) | (counts.fn < 0) | (counts.tn < 0), axis=fold_axis
-    )
-    total = Counts(*(c.sum(axis=fold_axis) for c in counts))
-    return rate(validation.nan_where(marked, total), **options)

@@ -16,8 +16,14 @@ __all__ = [
     "Array",
     "ArrayLike",
     "Average",
+    "BinningStrategy",
     "BootstrapMethod",
+    "CalibrationNorm",
+    "Kappa",
+    "MultiClass",
+    "RocAucAverage",
     "Sampling",
+    "Surrogate",
     "options_of",
 ]
 
@@ -38,3 +44,9 @@ def options_of(literal: object) -> tuple:
     for arg in get_args(literal):
         values.extend(get_args(arg) if get_args(arg) else [arg])
     return tuple(None if value is type(None) else value for value in values)
+
+
+# `multiclass_roc_auc(average=...)` (no "micro", as in scikit-learn) and the pairwise losses'
+# `surrogate`
+RocAucAverage: TypeAlias = Literal["macro", "weighted"] | None
+Surrogate: TypeAlias = Literal["logistic", "hinge", "squared_hinge", "sigmoid"]
