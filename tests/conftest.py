@@ -34,3 +34,11 @@ def x64():
     yield
     jax.effects_barrier()  # let pending callbacks finish before x64 goes off again
     jax.config.update("jax_enable_x64", previous)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Drop JAX's compiled programs after each test module: one process runs the whole suite,
+    and the programs of every module kept alive took its peak memory past 5 GB."""
+    yield
+    jax.clear_caches()

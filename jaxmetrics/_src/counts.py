@@ -231,8 +231,10 @@ def _average(rate: Array, counts: Counts, average: Average, zero_division: float
     return safe_divide(terms.sum(axis=-1), support.sum(axis=-1), zero_division)
 
 
-def _rate(rate_of, counts: Any, *, zero_division: float, average: Average) -> Array:
-    """Apply `rate_of(counts, zero_division)` with the averaging rule and the -1 sentinel."""
+def _rate(rate_of, counts: Any, *, zero_division: float, average: Average, **params) -> Array:
+    """Apply ``rate_of(counts, zero_division, **params)`` with the averaging rule and the -1
+    sentinel. `rate_of` is a module-level function, so the whole computation is one compiled
+    program per rate, averaging and shape (`zero_division` and `params` are traced)."""
     validation.check_option(average, "average", _AVERAGES)
     counts = _as_counts(counts)
     if average is not None and counts.tp.ndim == 0:
@@ -240,14 +242,49 @@ def _rate(rate_of, counts: Any, *, zero_division: float, average: Average) -> Ar
             f"`average={average!r}` needs a class axis (the last axis of the counts); "
             "got scalar counts."
         )
+    return _rate_program(counts, zero_division, params, rate_of=rate_of, average=average)
+
+
+@functools.partial(jax.jit, static_argnames=("rate_of", "average"))
+def _rate_program(counts: Counts, zero_division, params: dict, *, rate_of, average) -> Array:
     invalid = (counts.tp < 0) | (counts.fp < 0) | (counts.fn < 0) | (counts.tn < 0)
     if average == "micro":
         counts, invalid = _pool(counts), invalid.any(axis=-1)
-        value = rate_of(counts, zero_division)
+        value = rate_of(counts, zero_division, **params)
     else:
-        value = _average(rate_of(counts, zero_division), counts, average, zero_division)
+        value = _average(rate_of(counts, zero_division, **params), counts, average, zero_division)
         invalid = invalid if average is None else invalid.any(axis=-1)
     return jnp.where(invalid, jnp.nan, value)
+
+
+def _precision_of(c: Counts, z) -> Array:
+    return safe_divide(c.tp, c.tp + c.fp, z)
+
+
+def _recall_of(c: Counts, z) -> Array:
+    return safe_divide(c.tp, c.tp + c.fn, z)
+
+
+def _specificity_of(c: Counts, z) -> Array:
+    return safe_divide(c.tn, c.tn + c.fp, z)
+
+
+def _false_positive_rate_of(c: Counts, z) -> Array:
+    return safe_divide(c.fp, c.fp + c.tn, z)
+
+
+def _accuracy_of(c: Counts, z) -> Array:
+    return safe_divide(c.tp + c.tn, c.tp + c.fp + c.fn + c.tn, z)
+
+
+def _balanced_accuracy_of(c: Counts, z) -> Array:
+    return (_recall_of(c, z) + _specificity_of(c, z)) / 2
+
+
+def _f_beta_of(c: Counts, z, beta) -> Array:
+    tp = c.tp.astype(validation.float_dtype())
+    scale = 1.0 + beta * beta
+    return safe_divide(scale * tp, scale * tp + beta * beta * c.fn + c.fp, z)
 
 
 @_takes_counts
@@ -289,7 +326,7 @@ def precision(counts: Counts, *, zero_division: float = math.nan, average: Avera
       van Rijsbergen (1979), Information Retrieval, 2nd ed., Butterworths, ch. 7.
     """
     return _rate(
-        lambda c, z: safe_divide(c.tp, c.tp + c.fp, z),
+        _precision_of,
         counts,
         zero_division=zero_division,
         average=average,
@@ -335,7 +372,7 @@ def recall(counts: Counts, *, zero_division: float = math.nan, average: Average 
       van Rijsbergen (1979), Information Retrieval, 2nd ed., Butterworths, ch. 7.
     """
     return _rate(
-        lambda c, z: safe_divide(c.tp, c.tp + c.fn, z),
+        _recall_of,
         counts,
         zero_division=zero_division,
         average=average,
@@ -378,7 +415,7 @@ def specificity(
       0.91
     """
     return _rate(
-        lambda c, z: safe_divide(c.tn, c.tn + c.fp, z),
+        _specificity_of,
         counts,
         zero_division=zero_division,
         average=average,
@@ -421,7 +458,7 @@ def false_positive_rate(
       0.09
     """
     return _rate(
-        lambda c, z: safe_divide(c.fp, c.fp + c.tn, z),
+        _false_positive_rate_of,
         counts,
         zero_division=zero_division,
         average=average,
@@ -463,7 +500,7 @@ def accuracy(counts: Counts, *, zero_division: float = math.nan, average: Averag
       0.9099
     """
     return _rate(
-        lambda c, z: safe_divide(c.tp + c.tn, c.tp + c.fp + c.fn + c.tn, z),
+        _accuracy_of,
         counts,
         zero_division=zero_division,
         average=average,
@@ -513,7 +550,7 @@ def balanced_accuracy(
       distribution", Proc. ICPR, 3121-3124.
     """
     return _rate(
-        lambda c, z: (safe_divide(c.tp, c.tp + c.fn, z) + safe_divide(c.tn, c.tn + c.fp, z)) / 2,
+        _balanced_accuracy_of,
         counts,
         zero_division=zero_division,
         average=average,
@@ -575,13 +612,7 @@ def f_beta(
         raise ValueError(f"`beta` must be >= 0; got {beta}.")
     if math.isinf(beta):  # the limit of F-beta as beta grows is recall
         return recall(counts, zero_division=zero_division, average=average)
-    scale = 1.0 + beta * beta
-
-    def rate_of(c: Counts, z: float) -> Array:
-        tp = c.tp.astype(validation.float_dtype())
-        return safe_divide(scale * tp, scale * tp + beta * beta * c.fn + c.fp, z)
-
-    return _rate(rate_of, counts, zero_division=zero_division, average=average)
+    return _rate(_f_beta_of, counts, zero_division=zero_division, average=average, beta=float(beta))
 
 
 def _float(x: Array) -> Array:
