@@ -1,8 +1,9 @@
 """How far to trust an AUC: interval width against test-set size, and a paired comparison.
 
-A logistic regression and a random forest are scored on test sets of 200 to 20,000
-rows; for each, the AUC of both models gets a 95% bootstrap interval (500 resamples) and a DeLong interval, and the difference forest - logistic gets the paired bootstrap
-interval (the same resampled rows for both models) and DeLong's paired test.
+A logistic regression and a random forest are scored on test sets of 200 to 20,000 rows; for
+each, the AUC of both models gets a 95% bootstrap interval (500 resamples) and a DeLong
+interval, and the difference forest - logistic gets the paired bootstrap interval (the same
+resampled rows for both models) and DeLong's paired test.
 
     python examples/error_bars.py            # needs scikit-learn (pip install -e '.[test]')
 """
