@@ -1,15 +1,17 @@
 """Differentiable surrogates of jaxmetrics' metrics, as optax-style training losses."""
 
-from jaxmetrics._src.losses import AucMarginState as AucMarginState
-from jaxmetrics._src.losses import auc_margin_loss as auc_margin_loss
-from jaxmetrics._src.losses import auc_margin_objective as auc_margin_objective
-from jaxmetrics._src.losses import pairwise_auc_loss as pairwise_auc_loss
-from jaxmetrics._src.losses import recall_at_precision_objective as recall_at_precision_objective
-from jaxmetrics._src.losses import smooth_ap_loss as smooth_ap_loss
 from jaxmetrics._src.losses import soft_counts as soft_counts
 from jaxmetrics._src.losses import soft_f_beta_loss as soft_f_beta_loss
 from jaxmetrics._src.losses import soft_precision as soft_precision
 from jaxmetrics._src.losses import soft_recall as soft_recall
+from jaxmetrics._src.ranking_losses import AucMarginState as AucMarginState
+from jaxmetrics._src.ranking_losses import auc_margin_loss as auc_margin_loss
+from jaxmetrics._src.ranking_losses import auc_margin_objective as auc_margin_objective
+from jaxmetrics._src.ranking_losses import pairwise_auc_loss as pairwise_auc_loss
+from jaxmetrics._src.ranking_losses import (
+    recall_at_precision_objective as recall_at_precision_objective,
+)
+from jaxmetrics._src.ranking_losses import smooth_ap_loss as smooth_ap_loss
 
 __all__ = [
     "AucMarginState",

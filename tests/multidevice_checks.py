@@ -10,7 +10,7 @@ from jax.sharding import NamedSharding, PartitionSpec  # noqa: E402
 
 import jaxmetrics as jm  # noqa: E402
 from jaxmetrics import streaming  # noqa: E402
-from jaxmetrics._src import resampling  # noqa: E402
+from jaxmetrics._src import bootstrap  # noqa: E402
 
 assert jax.device_count() == 4, jax.devices()
 mesh = jax.make_mesh((4,), ("devices",))
@@ -52,7 +52,7 @@ for sampling in ("multinomial", "poisson"):
 print("sharded bootstrap == single device (multinomial, poisson)")
 
 # the resamples really are spread over the four devices
-values = resampling._sharded_values(
+values = bootstrap._sharded_values(
     jm.roc_auc,
     mesh,
     (jax.numpy.asarray(scores), jax.numpy.asarray(labels)),

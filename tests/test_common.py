@@ -63,7 +63,7 @@ METRICS = {
     "reliability_table": Metric(functools.partial(jm.reliability_table, num_bins=4), kind="probs", weighted=False, sort_based=False),
     "confusion_matrix": Metric(functools.partial(jm.confusion_matrix, num_classes=3), kind="classes", sort_based=False),
     "top_k_accuracy": Metric(functools.partial(jm.top_k_accuracy, k=2), kind="class_probs", sort_based=False),
-    "multiclass_roc_auc": Metric(jm.multiclass_roc_auc, kind="class_probs", weighted=False, sort_based=False),
+    "multiclass_roc_auc": Metric(jm.multiclass_roc_auc, kind="class_probs", weighted=True, sort_based=False),
 }
 # fmt: on
 

@@ -140,6 +140,38 @@ def test_multiclass_roc_auc_matches_sklearn(rng, multi_class, average):
     assert float(got) == pytest.approx(expected, abs=1e-6)
 
 
+@pytest.mark.parametrize("average", ["macro", "weighted", None])
+def test_weighted_multiclass_roc_auc_matches_sklearn(rng, average):
+    labels = rng.integers(0, 4, 120)
+    logits = rng.normal(size=(120, 4)) + 1.5 * np.eye(4)[labels]
+    probs = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    probs = np.round(probs, 2)  # ties
+    probs = (probs / probs.sum(1, keepdims=True)).astype(np.float32)
+    weights = rng.uniform(0, 3, 120).astype(np.float32)
+    weights[:10] = 0  # zero weights drop samples
+    expected = skm.roc_auc_score(
+        labels, probs, multi_class="ovr", average=average, sample_weight=weights
+    )
+    got = jm.multiclass_roc_auc(probs, labels, average=average, sample_weight=weights)
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+    jitted = jax.jit(
+        lambda w: jm.multiclass_roc_auc(probs, labels, average=average, sample_weight=w)
+    )
+    np.testing.assert_allclose(jitted(weights), got, atol=1e-6)
+    unit = jm.multiclass_roc_auc(probs, labels, average=average, sample_weight=np.ones(120))
+    np.testing.assert_allclose(unit, jm.multiclass_roc_auc(probs, labels, average=average))
+
+
+def test_multiclass_roc_auc_weights_need_ovr():
+    probs = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.2, 0.7]], np.float32)
+    with pytest.raises(ValueError, match="`sample_weight` must be None with multi_class='ovo'"):
+        jm.multiclass_roc_auc(probs, [0, 1, 2], multi_class="ovo", sample_weight=[1.0, 2.0, 1.0])
+    with pytest.raises(ValueError, match="`sample_weight` must be non-negative"):
+        jm.multiclass_roc_auc(probs, [0, 1, 2], sample_weight=[1.0, -2.0, 1.0])
+    bad = jax.jit(lambda w: jm.multiclass_roc_auc(probs, jnp.array([0, 1, 2]), sample_weight=w))
+    assert math.isnan(float(bad(jnp.array([1.0, -2.0, 1.0]))))
+
+
 def test_marked_matrices_give_nan_downstream():
     predictions = jnp.array([[0, 1, 2, 1], [0, 1, 2, 1]])
     labels = jnp.array([[0, 1, 2, 2], [0, 1, 5, 2]])  # row 1 holds class 5 of 3

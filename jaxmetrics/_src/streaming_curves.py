@@ -1,0 +1,338 @@
+"""Streaming ranking curves: `BinnedCurve` (counts at a threshold grid, merged by addition) and
+`ExactCurve` (a fixed-capacity buffer of the samples, exact metrics).
+
+The state machinery and the rules for bad batches are `streaming_state`'s; see `streaming` for
+the overview.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import DTypeLike
+
+from jaxmetrics._src import counts as counts_lib
+from jaxmetrics._src import ranking, validation
+from jaxmetrics._src.counts import Counts, safe_divide
+from jaxmetrics._src.streaming_state import (
+    accumulate,
+    add_states,
+    check_one_batch,
+    check_same_config,
+    is_bad,
+    state_class,
+    static_field,
+)
+from jaxmetrics._src.typing import Array, ArrayLike
+
+
+@state_class
+class BinnedCurve:
+    r"""ROC AUC, average precision and both curves from counts at a fixed threshold grid.
+
+    A streaming state: O(T) memory for T thresholds, and merge is addition, so
+    ``jax.lax.psum`` merges it across devices. ``tp[k]`` and ``fp[k]`` count the positives and
+    the negatives scoring ``>= thresholds[k]``. On a grid holding every distinct score of the
+    data, `compute` equals `sklearn.metrics.roc_auc_score` and
+    `sklearn.metrics.average_precision_score`; on a coarser grid it is their binned
+    approximation, with a bound on the AUC's error.
+
+    .. math:: \mathrm{AUC}_{\mathrm{binned}} = \sum_k \Delta F_k \frac{T_k + T_{k+1}}{2},
+              \qquad \mathrm{AP}_{\mathrm{binned}} = \sum_k \Delta T_k\, P_{k+1}, \qquad
+              |\mathrm{AUC} - \mathrm{AUC}_{\mathrm{binned}}|
+              \le \frac12 \sum_k \Delta F_k\, \Delta T_k
+
+    over the grid's points from the highest threshold down, closed by (0, 0) and (1, 1), with F
+    the false and T the true positive rate and P the precision. The bound holds because the
+    order of the samples inside a bin is unknown, so each bin's stretch of the exact ROC curve
+    can bend anywhere within its rectangle. A grid at the quantiles of the scores
+    (`from_quantiles`) keeps the bins, and so the bound, small wherever the data are.
+
+    Conventions: predicted positive iff ``score >= threshold``; tied scores share a bin. With
+    one class only, the AUC, its bound and the AP are NaN. Bad values in `update` raise
+    `ValueError` eagerly; under `jax.jit` the batch is not added but counted in
+    ``num_bad_batches``, and `compute` is then NaN throughout (the thresholds excepted).
+
+    Attributes:
+      tp: ``[T]`` positives (summed weights) scoring ``>= thresholds[k]``.
+      fp: ``[T]`` negatives scoring ``>= thresholds[k]``.
+      total_positive: the positives seen.
+      total_negative: the negatives seen.
+      num_bad_batches: int32, the batches refused under `jax.jit`.
+      thresholds: the increasing grid, a tuple of floats (static).
+
+    Examples:
+      >>> from jaxmetrics import streaming
+      >>> state = streaming.BinnedCurve.empty(11)  # thresholds 0.0, 0.1, ..., 1.0
+      >>> state = state.update([0.92, 0.65, 0.33], [1, 0, 1])
+      >>> state = state.update([0.61, 0.24, 0.18], [1, 0, 0])
+      >>> result = state.compute()  # the exact AUC is 7/9: 0.61 < 0.65 share the bin [0.6, 0.7)
+      >>> round(float(result["roc_auc"]), 4), round(float(result["roc_auc_max_error"]), 4)
+      (0.8333, 0.0556)
+    """
+
+    tp: Array
+    fp: Array
+    total_positive: Array
+    total_negative: Array
+    num_bad_batches: Array
+    thresholds: tuple = static_field()
+
+    @classmethod
+    def empty(
+        cls,
+        num_thresholds: int = 200,
+        *,
+        thresholds: ArrayLike | None = None,
+        low: float = 0.0,
+        high: float = 1.0,
+        dtype: DTypeLike = jnp.int32,
+    ) -> BinnedCurve:
+        """A state with no samples, on `num_thresholds` equally spaced in [low, high].
+
+        Args:
+          num_thresholds: the number of grid points, an int >= 2 (ignored with `thresholds`).
+          thresholds: optional grid of finite values (sorted and de-duplicated, in float32).
+          low: the lowest threshold of the equally spaced grid.
+          high: the highest threshold of the equally spaced grid.
+          dtype: of the counts: int32 counts exactly (unweighted or integer weights); float
+            weights promote the counts to float on update (start with float32 to keep one type
+            through a `jax.lax.scan`).
+
+        Returns:
+          An empty `BinnedCurve`.
+        """
+        if thresholds is None:
+            if not isinstance(num_thresholds, int) or num_thresholds < 2:
+                raise ValueError(f"`num_thresholds` must be an int >= 2; got {num_thresholds!r}.")
+            grid = np.linspace(low, high, num_thresholds, dtype=np.float32)
+        else:
+            grid = np.unique(np.asarray(thresholds, np.float32).reshape(-1))
+            if grid.size < 1 or not np.isfinite(grid).all():
+                raise ValueError("`thresholds` must be a non-empty set of finite numbers.")
+        zeros = jnp.zeros(grid.size, dtype)
+        return cls(
+            zeros,
+            zeros,
+            jnp.zeros((), dtype),
+            jnp.zeros((), dtype),
+            jnp.zeros((), jnp.int32),
+            tuple(grid.tolist()),
+        )
+
+    @classmethod
+    def from_quantiles(
+        cls, scores: ArrayLike, num_thresholds: int = 200, **options: Any
+    ) -> BinnedCurve:
+        """An empty state on a grid at the quantiles of a first batch of scores.
+
+        Call it eagerly, not under `jax.jit` (the grid is static). `options` go to `empty`.
+        """
+        scores = np.asarray(scores, np.float32).reshape(-1)
+        levels = np.linspace(0, 1, num_thresholds)
+        return cls.empty(thresholds=np.quantile(scores, levels), **options)
+
+    @property
+    def grid(self) -> Array:
+        """The thresholds as a float32 array ``[T]``."""
+        return jnp.asarray(self.thresholds, jnp.float32)
+
+    def _add_counts(self, counts: Counts) -> BinnedCurve:
+        bad = is_bad(counts)
+        return BinnedCurve(
+            accumulate(self.tp, counts.tp, bad),
+            accumulate(self.fp, counts.fp, bad),
+            accumulate(self.total_positive, counts.tp[0] + counts.fn[0], bad),
+            accumulate(self.total_negative, counts.fp[0] + counts.tn[0], bad),
+            self.num_bad_batches + bad.astype(jnp.int32),
+            self.thresholds,
+        )
+
+    def update(
+        self, scores: ArrayLike, labels: ArrayLike, *, sample_weight: ArrayLike | None = None
+    ) -> BinnedCurve:
+        """Add one batch: one sort of the batch, then a binary search per threshold.
+
+        Args:
+          scores: ``[n]`` real scores.
+          labels: ``[n]`` labels in {0, 1} or bool.
+          sample_weight: optional ``[n]`` non-negative weights.
+
+        Returns:
+          The updated state. Bad values raise `ValueError` eagerly; under `jax.jit` the batch is
+          counted in ``num_bad_batches`` instead of added.
+        """
+        check_one_batch(scores, "scores")
+        counts = counts_lib.confusion_counts(scores, labels, self.grid, sample_weight=sample_weight)
+        return self._add_counts(counts)
+
+    def merge(self, other: BinnedCurve) -> BinnedCurve:
+        """The state of both states' samples (addition); the grids must be equal."""
+        check_same_config(self, other, "BinnedCurve")
+        return add_states(self, other)
+
+    def compute(self) -> dict[str, Array]:
+        """The metrics and curves of the samples seen.
+
+        Returns:
+          A dict: "roc_auc", "roc_auc_max_error" and "average_precision" (scalars); "fpr",
+          "tpr" and "thresholds" (``[T + 2]``, from the highest threshold down: ``+inf``, the
+          grid, ``-inf``); "precision" (``[T + 2]``, 1 at ``+inf``).
+        """
+        dtype = validation.float_dtype()
+        p = self.total_positive.astype(dtype)
+        n = self.total_negative.astype(dtype)
+        # points from the highest threshold down, closed by (0, 0) and (1, 1)
+        zero = jnp.zeros(1, dtype)
+        tp = jnp.concatenate([zero, self.tp[::-1].astype(dtype), p[None]])
+        fp = jnp.concatenate([zero, self.fp[::-1].astype(dtype), n[None]])
+        tpr, fpr = tp / p, fp / n
+        width, rise = jnp.diff(fpr), jnp.diff(tpr)
+        auc = (width * (tpr[1:] + tpr[:-1]) / 2).sum()
+        precision = safe_divide(tp[1:], tp[1:] + fp[1:], 1.0)
+        ap = (rise * precision).sum()
+        one_class = (p == 0) | (n == 0)
+        nan = jnp.nan
+        result = validation.nan_where(
+            self.num_bad_batches > 0,
+            {
+                "roc_auc": jnp.where(one_class, nan, auc),
+                "roc_auc_max_error": jnp.where(one_class, nan, (width * rise).sum() / 2),
+                "average_precision": jnp.where(one_class, nan, ap),
+                "fpr": fpr,
+                "tpr": tpr,
+                "precision": jnp.concatenate([jnp.ones(1, dtype), precision]),
+            },
+        )
+        result["thresholds"] = jnp.concatenate(
+            [jnp.full(1, jnp.inf), self.grid[::-1], jnp.full(1, -jnp.inf)]
+        )
+        return result
+
+
+@state_class
+class ExactCurve:
+    """Exact ROC AUC and average precision from a fixed-capacity buffer of the samples.
+
+    A streaming state holding (score, label, weight) triples, O(capacity) memory. `compute`
+    equals `sklearn.metrics.roc_auc_score` and `sklearn.metrics.average_precision_score` on the
+    samples stored, with `jaxmetrics.roc_auc`'s and `jaxmetrics.average_precision`'s conventions
+    (NaN with one class). Merge appends the other buffer; across devices gather the buffers
+    (``jax.lax.all_gather``) rather than psum them.
+
+    Conventions: when more samples arrive than fit, the extra ones are dropped and
+    ``overflowed`` is set; `compute` then gives NaN metrics rather than a number computed on
+    part of the data. Bad values in `update` raise `ValueError` eagerly; under `jax.jit` the
+    batch is not stored but counted in ``num_bad_batches``, which also makes `compute` NaN.
+
+    Attributes:
+      scores: ``[capacity]`` the stored scores (float32, float64 under x64).
+      labels: ``[capacity]`` int32 labels.
+      weights: ``[capacity]`` float weights.
+      count: int32, the number of slots filled.
+      overflowed: bool, True once a sample was dropped for want of room.
+      num_bad_batches: int32, the batches refused under `jax.jit`.
+
+    Examples:
+      >>> from jaxmetrics import streaming
+      >>> state = streaming.ExactCurve.empty(8)
+      >>> state = state.update([0.92, 0.65, 0.33], [1, 0, 1])
+      >>> state = state.update([0.61, 0.24, 0.18], [1, 0, 0])
+      >>> result = state.compute()  # 7 of the 9 positive-negative pairs ranked right
+      >>> round(float(result["roc_auc"]), 4), int(result["count"])
+      (0.7778, 6)
+    """
+
+    scores: Array
+    labels: Array
+    weights: Array
+    count: Array
+    overflowed: Array
+    num_bad_batches: Array
+
+    @classmethod
+    def empty(cls, capacity: int) -> ExactCurve:
+        """An empty buffer for `capacity` samples (a positive int, static)."""
+        capacity = validation.check_count(capacity, "capacity")
+        dtype = validation.float_dtype()
+        return cls(
+            jnp.zeros(capacity, dtype),
+            jnp.zeros(capacity, jnp.int32),
+            jnp.zeros(capacity, dtype),
+            jnp.zeros((), jnp.int32),
+            jnp.zeros((), bool),
+            jnp.zeros((), jnp.int32),
+        )
+
+    @property
+    def capacity(self) -> int:
+        """The number of samples the buffer holds."""
+        return self.scores.shape[-1]
+
+    def _append(self, scores: Array, labels: Array, weights: Array, size: Array) -> ExactCurve:
+        position = jnp.arange(self.capacity, dtype=jnp.int32)
+        source = position - self.count
+        incoming = (source >= 0) & (source < size)
+        take = jnp.clip(source, 0, scores.shape[0] - 1)
+        return dataclasses.replace(
+            self,
+            scores=jnp.where(incoming, scores[take].astype(self.scores.dtype), self.scores),
+            labels=jnp.where(incoming, labels[take], self.labels),
+            weights=jnp.where(incoming, weights[take].astype(self.weights.dtype), self.weights),
+            count=jnp.minimum(self.count + size, self.capacity),
+            overflowed=self.overflowed | (self.count + size > self.capacity),
+        )
+
+    def update(
+        self, scores: ArrayLike, labels: ArrayLike, *, sample_weight: ArrayLike | None = None
+    ) -> ExactCurve:
+        """Append one batch.
+
+        Args:
+          scores: ``[n]`` real scores.
+          labels: ``[n]`` labels in {0, 1} or bool.
+          sample_weight: optional ``[n]`` non-negative weights.
+
+        Returns:
+          The updated state. Bad values raise `ValueError` eagerly; under `jax.jit` the batch is
+          counted in ``num_bad_batches`` and not stored.
+        """
+        check_one_batch(scores, "scores")
+        scores, labels, weights, invalid = validation.binary_inputs(scores, labels, sample_weight)
+        weights = jnp.ones(scores.shape, self.weights.dtype) if weights is None else weights
+        size = jnp.where(invalid, 0, scores.shape[0]).astype(jnp.int32)
+        appended = self._append(
+            jnp.asarray(scores), jnp.asarray(labels), jnp.asarray(weights), size
+        )
+        return dataclasses.replace(
+            appended, num_bad_batches=self.num_bad_batches + jnp.asarray(invalid, jnp.int32)
+        )
+
+    def merge(self, other: ExactCurve) -> ExactCurve:
+        """The buffer of both states' samples (overflow-checked, like `update`)."""
+        merged = self._append(other.scores, other.labels, other.weights, other.count)
+        return dataclasses.replace(
+            merged,
+            overflowed=merged.overflowed | other.overflowed,
+            num_bad_batches=self.num_bad_batches + other.num_bad_batches,
+        )
+
+    def compute(self) -> dict[str, Array]:
+        """The exact metrics of the samples stored.
+
+        Returns:
+          A dict: "roc_auc" and "average_precision" (scalars, NaN after an overflow or a bad
+          batch), "count" (int32) and "overflowed" (bool).
+        """
+        filled = jnp.arange(self.capacity) < self.count
+        weights = jnp.where(filled, self.weights, 0.0)
+        auc = ranking.roc_auc(self.scores, self.labels, sample_weight=weights)
+        ap = ranking.average_precision(self.scores, self.labels, sample_weight=weights)
+        result = validation.nan_where(
+            self.overflowed | (self.num_bad_batches > 0),
+            {"roc_auc": auc, "average_precision": ap},
+        )
+        return {**result, "count": self.count, "overflowed": self.overflowed}
