@@ -1,7 +1,7 @@
 """Do the intervals cover? Coverage of every interval method on simulated test sets.
 
 Binormal scores: negatives N(0, 1), positives N(mu, 1), so the true AUC is Phi(mu / sqrt(2))
-(seed 000). Each cell of the grid (test-set size n, prevalence, true AUC) simulates `sets`
+(the binormal model). Each cell of the grid (test-set size n, prevalence, true AUC) simulates `sets`
 independent test sets with fixed class sizes n+ = max(2, round(prevalence * n)) and n- = n - n+,
 and records, for each 95% interval method, the share of intervals that contain the true AUC, the
 mean width, and the Monte-Carlo standard error of the coverage, sqrt(c (1 - c) / sets).

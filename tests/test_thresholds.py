@@ -84,7 +84,7 @@ def test_min_expected_cost_against_brute_force(rng):
     assert float(value) == pytest.approx(0.01 * labels.mean(), rel=1e-6)
 
 
-def test_bayes_threshold_of_seed_000():
+def test_bayes_threshold_of_a_miss_costing_100_false_alarms():
     assert jm.bayes_threshold(cost_fp=5, cost_fn=500) == pytest.approx(5 / 505)
     assert jm.bayes_threshold(cost_fp=1, cost_fn=1) == 0.5
     with pytest.raises(ValueError, match="costs"):

@@ -1,4 +1,4 @@
-"""`jaxmetrics report`: the whole evaluation of the seed notes for a file of labels and scores.
+"""`jaxmetrics report`: a whole binary-classifier evaluation for a file of labels and scores.
 
 `read` loads and checks the file (numpy and the standard library only, so bad input fails fast,
 before JAX starts); `evaluate` computes every number with the library's public functions into the
