@@ -135,8 +135,12 @@ def error_runs(tmp_path_factory):
     """Every case of ERRORS, run in its own folder, a few processes at a time. The cache is
     switched off by --no-cache in half the cases and by JAXMETRICS_NO_CACHE=1 in the others."""
 
+    # the folders are made here, one after the other: pytest's numbered temporary folders are
+    # not safe to create from several threads at once (seen to fail with "not a normalized path")
+    folders = [tmp_path_factory.mktemp("case") for _ in ERRORS]
+
     def one(index, name):
-        folder = tmp_path_factory.mktemp("case")
+        folder = folders[index]
         content, args, _ = ERRORS[name]
         if callable(content):
             content(folder)
