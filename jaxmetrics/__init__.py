@@ -7,9 +7,7 @@ from jaxmetrics import streaming as streaming
 from jaxmetrics._src.agreement import cohen_kappa as cohen_kappa
 from jaxmetrics._src.agreement import matthews_corrcoef as matthews_corrcoef
 from jaxmetrics._src.bootstrap import BootstrapResult as BootstrapResult
-from jaxmetrics._src.bootstrap import PairedDifference as PairedDifference
 from jaxmetrics._src.bootstrap import bootstrap as bootstrap
-from jaxmetrics._src.bootstrap import paired_difference as paired_difference
 from jaxmetrics._src.budget import BudgetChoice as BudgetChoice
 from jaxmetrics._src.budget import budget_threshold as budget_threshold
 from jaxmetrics._src.calibration import brier_score as brier_score
@@ -30,12 +28,22 @@ from jaxmetrics._src.intervals import agresti_coull_interval as agresti_coull_in
 from jaxmetrics._src.intervals import clopper_pearson_interval as clopper_pearson_interval
 from jaxmetrics._src.intervals import hanley_mcneil_standard_error as hanley_mcneil_standard_error
 from jaxmetrics._src.intervals import wilson_interval as wilson_interval
+from jaxmetrics._src.label_ranking import coverage_error as coverage_error
+from jaxmetrics._src.label_ranking import (
+    label_ranking_average_precision as label_ranking_average_precision,
+)
+from jaxmetrics._src.label_ranking import label_ranking_loss as label_ranking_loss
 from jaxmetrics._src.multiclass import ClassificationReport as ClassificationReport
 from jaxmetrics._src.multiclass import classification_report as classification_report
 from jaxmetrics._src.multiclass import confusion_matrix as confusion_matrix
 from jaxmetrics._src.multiclass import one_vs_rest as one_vs_rest
+from jaxmetrics._src.multiclass_ranking import (
+    multiclass_average_precision as multiclass_average_precision,
+)
 from jaxmetrics._src.multiclass_ranking import multiclass_roc_auc as multiclass_roc_auc
 from jaxmetrics._src.multiclass_ranking import top_k_accuracy as top_k_accuracy
+from jaxmetrics._src.paired import PairedDifference as PairedDifference
+from jaxmetrics._src.paired import paired_difference as paired_difference
 from jaxmetrics._src.ranking import average_precision as average_precision
 from jaxmetrics._src.ranking import precision_at_k as precision_at_k
 from jaxmetrics._src.ranking import roc_auc as roc_auc
@@ -55,6 +63,13 @@ from jaxmetrics._src.reliability import expected_calibration_error as expected_c
 from jaxmetrics._src.reliability import reliability_bins as reliability_bins
 from jaxmetrics._src.reliability import reliability_table as reliability_table
 from jaxmetrics._src.resampling import resample_weights as resample_weights
+from jaxmetrics._src.retrieval import average_precision_at_k as average_precision_at_k
+from jaxmetrics._src.retrieval import hit_rate_at_k as hit_rate_at_k
+from jaxmetrics._src.retrieval import ndcg as ndcg
+from jaxmetrics._src.retrieval import query_mean as query_mean
+from jaxmetrics._src.retrieval import r_precision as r_precision
+from jaxmetrics._src.retrieval import recall_at_k as recall_at_k
+from jaxmetrics._src.retrieval import reciprocal_rank as reciprocal_rank
 from jaxmetrics._src.thresholds import ThresholdChoice as ThresholdChoice
 from jaxmetrics._src.thresholds import bayes_threshold as bayes_threshold
 from jaxmetrics._src.thresholds import max_f_beta as max_f_beta
@@ -80,6 +95,7 @@ __all__ = [
     "accuracy",
     "agresti_coull_interval",
     "average_precision",
+    "average_precision_at_k",
     "balanced_accuracy",
     "bayes_threshold",
     "bootstrap",
@@ -90,19 +106,25 @@ __all__ = [
     "cohen_kappa",
     "confusion_counts",
     "confusion_matrix",
+    "coverage_error",
     "delong",
     "delong_test",
     "expected_calibration_error",
     "f_beta",
     "false_positive_rate",
     "hanley_mcneil_standard_error",
+    "hit_rate_at_k",
+    "label_ranking_average_precision",
+    "label_ranking_loss",
     "log_loss",
     "losses",
     "matthews_corrcoef",
     "max_f_beta",
     "mean_absolute_error",
     "min_expected_cost",
+    "multiclass_average_precision",
     "multiclass_roc_auc",
+    "ndcg",
     "one_vs_rest",
     "over_folds",
     "paired_difference",
@@ -110,9 +132,13 @@ __all__ = [
     "precision_at_k",
     "precision_at_recall",
     "precision_recall_curve",
+    "query_mean",
     "r2_score",
+    "r_precision",
     "recall",
+    "recall_at_k",
     "recall_at_precision",
+    "reciprocal_rank",
     "reliability_bins",
     "reliability_table",
     "resample_weights",

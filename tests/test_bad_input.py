@@ -51,6 +51,13 @@ CLASS_PROBS = _rng.dirichlet(np.ones(3), N).astype(np.float32)
 COUNTS = jm.Counts(*(np.int32(c) for c in (3, 1, 2, 4)))
 FOLDS = jm.Counts(*(np.array(c, np.int32) for c in ([3, 1, 2], [1, 0, 2], [2, 1, 0], [4, 5, 3])))
 MATRIX = np.array([[3, 1, 0], [1, 2, 1], [0, 1, 3]], np.int32)
+MASK = np.array([1, 1, 1, 1, 0, 1, 1, 1, 0, 1, 1, 1], np.float32)  # an item mask (retrieval)
+RELEVANCE = np.array([0, 2, 1, 0, 3, 0, 0, 1, 2, 0, 1, 0], np.float32)
+SCORE_MATRIX = SCORES.reshape(4, 3)  # [n, L]: labels ranked within each sample
+LABEL_MATRIX = np.array([[1, 0, 0], [0, 1, 1], [1, 1, 0], [0, 0, 1]], np.int32)
+MASK_MATRIX = np.array([[1, 1, 1], [1, 0, 1], [1, 1, 1], [1, 1, 1]], np.float32)
+MULTI_SCORES = _rng.permutation(4 * N).reshape(4, N).astype(np.float32)  # [L, n]
+MULTI_LABELS = np.stack([LABELS, 1 - LABELS, LABELS[::-1], 1 - LABELS[::-1]])
 KEY = jax.random.key(0)
 STATE = jl.AucMarginState(jnp.float32(0.7), jnp.float32(0.3), jnp.float32(0.1))
 
@@ -72,6 +79,11 @@ FAMILIES = {
     "proportions": (("successes", "successes", np.int32(3)), ("trials", "trials", np.int32(8))),
     "hanley": (("auc", "auc", np.float32(0.8)), ("num_positive", "class_size", np.int32(10)), ("num_negative", "class_size", np.int32(12))),
     "values": (("values", "score", SCORES), ("sample_weight", "weight", WEIGHTS)),
+    "multilabel": (("scores", "score", MULTI_SCORES), ("labels", "label", MULTI_LABELS), ("sample_weight", "weight", np.tile(WEIGHTS, (4, 1)))),
+    "multilabel_per_sample": (("scores", "score", MULTI_SCORES), ("labels", "label", MULTI_LABELS), ("sample_weight", "weight", WEIGHTS)),
+    "query": (("scores", "score", SCORES), ("labels", "label", LABELS), ("sample_weight", "mask", MASK)),
+    "graded": (("scores", "score", SCORES), ("relevance", "relevance", RELEVANCE), ("sample_weight", "mask", MASK)),
+    "label_matrix": (("scores", "score", SCORE_MATRIX), ("labels", "label", LABEL_MATRIX), ("sample_weight", "mask", MASK_MATRIX)),
     "paired": (("scores_a", "score", SCORES), ("scores_b", "score", SCORES[::-1].copy()), ("labels", "label", LABELS)),
 }  # fmt: skip
 
@@ -82,6 +94,8 @@ BAD = {
     "label": (2,),
     "class": (3,),
     "weight": (-1.0, np.nan),
+    "mask": (0.5, np.nan),
+    "relevance": (-1.0, np.nan),
     "count": (-1,),
     "successes": (9,),
     "trials": (0,),
@@ -156,6 +170,7 @@ CASES = {
     "classification_report": Case(lambda p, y, w: jm.classification_report(p, y, num_classes=3, sample_weight=w), "classes"),
     "over_folds": Case(lambda c: jm.over_folds(jm.accuracy, c, fold_axis=-1), "folds"),
     "top_k_accuracy": Case(lambda p, y, w: jm.top_k_accuracy(p, y, k=2, sample_weight=w), "class_probs"),
+    "multiclass_average_precision": Case(lambda p, y, w: jm.multiclass_average_precision(p, y, sample_weight=w), "class_probs"),
     "multiclass_roc_auc": Case(lambda p, y: jm.multiclass_roc_auc(p, y, multi_class="ovo"), "class_probs_labels"),
     # ranking and threshold choice
     "roc_auc": Case(lambda s, y, w: jm.roc_auc(s, y, sample_weight=w), "binary"),
@@ -167,6 +182,20 @@ CASES = {
     "recall_at_precision": Case(lambda s, y, w: jm.recall_at_precision(s, y, min_precision=0.6, sample_weight=w), "binary"),
     "precision_at_recall": Case(lambda s, y, w: jm.precision_at_recall(s, y, min_recall=0.6, sample_weight=w), "binary"),
     "min_expected_cost": Case(lambda s, y, w: jm.min_expected_cost(s, y, cost_fp=1.0, cost_fn=5.0, sample_weight=w), "binary"),
+    "roc_auc[macro]": Case(lambda s, y, w: jm.roc_auc(s, y, sample_weight=w, average="macro"), "multilabel"),
+    "average_precision[samples]": Case(lambda s, y, w: jm.average_precision(s, y, sample_weight=w[..., None, :], average="samples"), "multilabel_per_sample"),
+    # label ranking (one value per sample: the bad value poisons its own sample, index 3)
+    "label_ranking_average_precision": Case(lambda s, y, w: jm.label_ranking_average_precision(s, y, sample_weight=w), "label_matrix", select=lambda r: r[..., 3]),
+    "coverage_error": Case(lambda s, y, w: jm.coverage_error(s, y, sample_weight=w), "label_matrix", select=lambda r: r[..., 3]),
+    "label_ranking_loss": Case(lambda s, y, w: jm.label_ranking_loss(s, y, sample_weight=w), "label_matrix", select=lambda r: r[..., 3]),
+    # retrieval (one query per batch element)
+    "ndcg": Case(lambda s, r, w: jm.ndcg(s, r, k=5, sample_weight=w), "graded"),
+    "reciprocal_rank": Case(lambda s, y, w: jm.reciprocal_rank(s, y, sample_weight=w), "query"),
+    "recall_at_k": Case(lambda s, y, w: jm.recall_at_k(s, y, k=4, sample_weight=w), "query"),
+    "hit_rate_at_k": Case(lambda s, y, w: jm.hit_rate_at_k(s, y, k=2, sample_weight=w), "query"),
+    "average_precision_at_k": Case(lambda s, y, w: jm.average_precision_at_k(s, y, k=4, sample_weight=w), "query"),
+    "r_precision": Case(lambda s, y, w: jm.r_precision(s, y, sample_weight=w), "query"),
+    "query_mean": Case(lambda v, w: jm.query_mean(v, sample_weight=w), "values", bad=("sample_weight",)),
     "budget_threshold": Case(lambda s: jm.budget_threshold(s, k=3), "scores"),
     # calibration and regression
     "brier_score": Case(lambda p, y, w: jm.brier_score(p, y, sample_weight=w), "probs"),

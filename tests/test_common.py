@@ -64,6 +64,14 @@ METRICS = {
     "confusion_matrix": Metric(functools.partial(jm.confusion_matrix, num_classes=3), kind="classes", sort_based=False),
     "top_k_accuracy": Metric(functools.partial(jm.top_k_accuracy, k=2), kind="class_probs", sort_based=False),
     "multiclass_roc_auc": Metric(jm.multiclass_roc_auc, kind="class_probs", weighted=True, sort_based=False),
+    "multiclass_average_precision": Metric(jm.multiclass_average_precision, kind="class_probs", sort_based=False),
+    # retrieval: a score vector is one query's items; weights there are a 0/1 item mask only
+    "reciprocal_rank": Metric(jm.reciprocal_rank, weighted=False),
+    "recall_at_k": Metric(functools.partial(jm.recall_at_k, k=5), weighted=False),
+    "hit_rate_at_k": Metric(functools.partial(jm.hit_rate_at_k, k=3), weighted=False),
+    "average_precision_at_k": Metric(functools.partial(jm.average_precision_at_k, k=5), weighted=False),
+    "r_precision": Metric(jm.r_precision, weighted=False),
+    "ndcg": Metric(functools.partial(jm.ndcg, k=10), weighted=False),
 }
 # fmt: on
 
@@ -183,9 +191,9 @@ def test_a_size_one_batch_axis_is_kept(rng, name):
 def test_shape_and_dtype_errors_raise_even_under_jit(rng, name):
     metric = METRICS[name]
     first, labels, weights = problem(rng, metric.kind)
-    with pytest.raises(ValueError, match=r"`labels` must (have|hold) "):
+    with pytest.raises(ValueError, match=r"`(labels|relevance)` must (have|hold) "):
         jax.jit(lambda a, b: _call(metric, (a, b, weights), False))(first, labels[:-1])
-    with pytest.raises(TypeError, match=r"`labels` must hold"):
+    with pytest.raises(TypeError, match=r"`(labels|relevance)` must hold"):
         jax.jit(lambda a, b: _call(metric, (a, b, weights), False))(first, labels * 1j)
     if metric.kind in ("binary", "probs"):
         with pytest.raises(ValueError, match=r"batch axes"):
@@ -209,6 +217,9 @@ def test_every_public_metric_of_samples_is_registered():
         jm.root_mean_squared_error,
         jm.r2_score,
         jm.classification_report,  # built from confusion_matrix and the rates
+        jm.label_ranking_average_precision,  # [n, L]: labels ranked per sample, per-sample
+        jm.coverage_error,  # values; their own tests (test_label_ranking.py) and the bad-input
+        jm.label_ranking_loss,  # table cover them
     }
     for name in jm.__all__:
         function = getattr(jm, name)

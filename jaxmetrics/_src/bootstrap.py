@@ -2,7 +2,8 @@
 
 Each resample is a weight vector from `resample_weights`, evaluated by `jax.vmap` in a compiled
 loop, so work that depends on the data only (the sort of the scores) is hoisted out of it by XLA
-and runs once per call of about 128 resamples. `paired_difference` compares two models.
+and runs once per call of about 128 resamples. `paired.paired_difference` compares
+two models on the samples it returns.
 """
 
 from __future__ import annotations
@@ -66,20 +67,34 @@ def _weighted(metric: Callable[..., Any], data: tuple[Array, ...], weights: Arra
     return jnp.asarray(metric(*data, sample_weight=weights))
 
 
+def _check_sample_axis(sample_axis: Any, first: Array) -> int:
+    """The resampled axis of the first array, as a negative index (static, an int)."""
+    if isinstance(sample_axis, bool) or not isinstance(sample_axis, int | np.integer):
+        raise TypeError(f"`sample_axis` must be an int; got {sample_axis!r}.")
+    if not -first.ndim <= sample_axis < first.ndim:
+        raise ValueError(
+            f"`sample_axis` must be an axis of `arrays[0]` (shape {tuple(first.shape)}); "
+            f"got {sample_axis}."
+        )
+    return int(sample_axis) - first.ndim if sample_axis >= 0 else int(sample_axis)
+
+
 def _calls(total: int, chunk_size: int) -> tuple[int, int]:
     """(chunks per compiled call, resamples per call) for `total` evaluations."""
     chunks = max(1, min(-(-total // chunk_size), _RESAMPLES_PER_CALL // chunk_size))
     return chunks, chunks * chunk_size
 
 
-def _resampled_body(metric, data, strata, key, first, *, sampling, chunks, size, on_mesh=False):
+def _resampled_body(
+    metric, data, strata, key, first, *, sampling, chunks, size, sample_axis, on_mesh=False
+):
     """Metric values of resamples ``first + range(chunks * size)``, `size` per vmapped step.
 
     The loop over steps is compiled (`lax.map`), so XLA hoists work that does not depend on the
     weights (the sort) out of it; data and key are arguments, so nothing is embedded in the
     program and a second call with the same metric and shapes reuses the compilation.
     """
-    num_samples = data[0].shape[-1]
+    num_samples = data[0].shape[sample_axis]
     blocks = first + jnp.arange(chunks * size, dtype=jnp.int32).reshape(chunks, size)
 
     def step(resamples: Array) -> Array:
@@ -98,12 +113,18 @@ def _resampled_body(metric, data, strata, key, first, *, sampling, chunks, size,
 
 
 _resampled_values = jax.jit(
-    _resampled_body, static_argnums=(0,), static_argnames=("sampling", "chunks", "size")
+    _resampled_body,
+    static_argnums=(0,),
+    static_argnames=("sampling", "chunks", "size", "sample_axis"),
 )
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1), static_argnames=("sampling", "chunks", "size"))
-def _sharded_values(metric, mesh, data, strata, key, first, *, sampling, chunks, size):
+@functools.partial(
+    jax.jit,
+    static_argnums=(0, 1),
+    static_argnames=("sampling", "chunks", "size", "sample_axis"),
+)
+def _sharded_values(metric, mesh, data, strata, key, first, *, sampling, chunks, size, sample_axis):
     """`_resampled_body` on every device of a 1-D mesh, device d taking the d-th block.
 
     Each resample's weights depend only on (key, resample index), so the devices need no
@@ -124,6 +145,7 @@ def _sharded_values(metric, mesh, data, strata, key, first, *, sampling, chunks,
                 sampling=sampling,
                 chunks=chunks,
                 size=size,
+                sample_axis=sample_axis,
                 on_mesh=True,
             )
 
@@ -137,10 +159,10 @@ def _sharded_values(metric, mesh, data, strata, key, first, *, sampling, chunks,
     )(data, strata, key, first)
 
 
-@functools.partial(jax.jit, static_argnums=(0,), static_argnames=("chunks", "size"))
-def _left_out_values(metric, data, first, *, chunks, size):
+@functools.partial(jax.jit, static_argnums=(0,), static_argnames=("chunks", "size", "sample_axis"))
+def _left_out_values(metric, data, first, *, chunks, size, sample_axis):
     """Metric values with sample ``i`` left out (weight 0), for ``i`` in a block of indices."""
-    num_samples = data[0].shape[-1]
+    num_samples = data[0].shape[sample_axis]
     blocks = first + jnp.arange(chunks * size, dtype=jnp.int32).reshape(chunks, size)
 
     def step(left_out: Array) -> Array:
@@ -177,6 +199,7 @@ def bootstrap(
     method: BootstrapMethod = "percentile",
     sampling: Sampling = "multinomial",
     stratify: ArrayLike | None = None,
+    sample_axis: int = -1,
     mesh: jax.sharding.Mesh | None = None,
     chunk_size: int | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -218,17 +241,18 @@ def bootstrap(
     the metric is NaN (e.g. one class drawn) are counted in `num_undefined` and left out of
     `low`, `high` and `standard_error`. The same key gives the same resamples, whatever
     `chunk_size` or `mesh`. Bad options, a `key` that is not a PRNG key, arrays that do not
-    share their last axis, and `stratify` with Poisson sampling or of the wrong shape raise
-    `ValueError` or `TypeError` before any resampling. Precision: for the ranking metrics that
-    depend on the order of the scores only (`roc_auc`, `average_precision`, `precision_at_k`,
-    also behind `functools.partial`), float64 and large-integer scores (the first array) are
-    replaced by exact order keys, as eager calls of these metrics do (README, "Precision
-    rules"); other metrics see the arrays as JAX makes them.
+    share their last axis (with the default `sample_axis`), and `stratify` with Poisson
+    sampling or of the wrong shape raise `ValueError` or `TypeError` before any resampling.
+    Precision: for the ranking metrics that depend on the order of the scores only
+    (`roc_auc`, `average_precision`, `precision_at_k`, the retrieval metrics, also behind
+    `functools.partial`), float64 and large-integer scores (the first array) are replaced by
+    exact order keys, as eager calls of these metrics do (README, "Precision rules"); other
+    metrics see the arrays as JAX makes them.
 
     Args:
       metric: a function of `*arrays` and a keyword `sample_weight`, returning an array.
       *arrays: the data, ``[*batch, n]`` each, sharing the last (sample) axis (e.g. scores and
-        labels).
+        labels), or as `sample_axis` says.
       key: a JAX PRNG key (``jax.random.key(seed)``); the same key gives the same resamples
         and result.
       num_resamples: the number of resamples, an int >= 2 (static).
@@ -237,6 +261,11 @@ def bootstrap(
       sampling: "multinomial" (n draws with replacement) or "poisson" (Poisson(1) weights).
       stratify: optional ``[n]`` stratum labels (e.g. the class labels): each stratum keeps its
         size in every resample (pROC's default for AUC). Multinomial sampling only.
+      sample_axis: the axis of ``arrays[0]`` that holds the samples resampled (default -1,
+        the last). The weights passed to `metric` are ``[n]`` along it: -2 resamples the rows
+        of ``[n, C]`` class probabilities (`multiclass_roc_auc`) or the queries of ``[Q, m]``
+        retrieval scores, whose metric takes per-query weights (see `query_mean`). With
+        another axis than -1, the arrays' shapes are the metric's to check.
       mesh: optional 1-D `jax.sharding.Mesh`: the resamples are split over its devices (each
         computes its own block of resample indices, with no communication) and the result
         equals the single-device one for the same key.
@@ -278,8 +307,10 @@ def bootstrap(
         # ranking metrics see exact order keys of float64 / large-int scores, as eager calls do
         arrays = (validation.order_keys(arrays[0])[0], *arrays[1:])
     arrays = tuple(validation.as_real_array(a, f"arrays[{i}]") for i, a in enumerate(arrays))
-    validation.sample_axis_shapes([(f"arrays[{i}]", a) for i, a in enumerate(arrays)])
-    num_samples = arrays[0].shape[-1]
+    sample_axis = _check_sample_axis(sample_axis, arrays[0])
+    if sample_axis == -1:
+        validation.sample_axis_shapes([(f"arrays[{i}]", a) for i, a in enumerate(arrays)])
+    num_samples = arrays[0].shape[sample_axis]
     if stratify is not None:
         if sampling != "multinomial":
             raise ValueError(
@@ -297,7 +328,7 @@ def bootstrap(
         chunk_size = max(1, min(num_resamples, _STEP_BYTES // (4 * arrays[0].size)))
 
     estimate = _weighted(metric, arrays, jnp.ones(num_samples, jnp.int32))
-    options = dict(sampling=sampling, size=chunk_size)
+    options = dict(sampling=sampling, size=chunk_size, sample_axis=sample_axis)
     if mesh is None:
         chunks, per_call = _calls(num_resamples, chunk_size)
 
@@ -322,7 +353,9 @@ def bootstrap(
     if method == "bca":
         chunks, per_call = _calls(num_samples, chunk_size)
         jackknife = _in_calls(
-            lambda first: _left_out_values(metric, arrays, first, chunks=chunks, size=chunk_size),
+            lambda first: _left_out_values(
+                metric, arrays, first, chunks=chunks, size=chunk_size, sample_axis=sample_axis
+            ),
             num_samples,
             per_call,
         )
@@ -351,100 +384,3 @@ def _bca_levels(samples: Array, estimate: Array, jackknife: Array, alpha: float)
     z = ndtri(jnp.asarray([alpha, 1 - alpha]))
     z = z.reshape((2,) + (1,) * estimate.ndim)
     return ndtr(bias + (bias + z) / (1 - acceleration * (bias + z)))
-
-
-class PairedDifference(NamedTuple):
-    """Bootstrap comparison of two models evaluated on the same resamples.
-
-    What `paired_difference` returns. Fields have the metric's output shape less its model
-    axis, ``[*rest]`` (a scalar for a metric of scores ``[M, n]``).
-
-    Attributes:
-      estimate: ``[*rest]`` ``metric(first) - metric(second)`` on the full data.
-      low: ``[*rest]`` the lower end of the percentile interval of the paired differences.
-      high: ``[*rest]`` the upper end of that interval.
-      p_value: ``[*rest]`` the two-sided bootstrap p-value of "no difference",
-        ``min(1, 2 * min(share of differences <= 0, share >= 0))``.
-    """
-
-    estimate: Array  # metric(first) - metric(second) on the full data
-    low: Array  # percentile interval of the paired differences
-    high: Array
-    p_value: Array  # two-sided: 2 * min(share of differences <= 0, share >= 0), capped at 1
-
-
-def paired_difference(
-    result: BootstrapResult, *, first: int = 0, second: int = 1, confidence: float = 0.95
-) -> PairedDifference:
-    r"""Percentile interval and bootstrap p-value of ``metric[first] - metric[second]``.
-
-    `result` must come from `bootstrap` of a metric whose output has a model axis first (scores
-    ``[M, n]`` give samples ``[num_resamples, M]``), so that both models were evaluated on the
-    same resampled rows: the pairing is what makes the interval of the difference much
-    narrower than the two separate intervals, as the resampling noise common to both models
-    cancels. scikit-learn has no equivalent; for ROC AUC, `delong_test` is the analytic
-    alternative.
-
-    .. math:: d_b = \theta^*_{b,\mathrm{first}} - \theta^*_{b,\mathrm{second}}, \qquad
-              [q_\alpha(d),\ q_{1-\alpha}(d)], \qquad
-              p = \min\left(1,\ \frac{2}{B} \min\left(\#\{d_b \le 0\},\ \#\{d_b \ge 0\}\right)
-              \right)
-
-    with :math:`\alpha = (1 - \mathrm{confidence}) / 2` and B the number of resamples where
-    both values are defined.
-
-    Conventions: resamples where either value is undefined (NaN) are dropped. The interval is
-    the percentile one whatever `method` made `result`, at this function's `confidence`.
-    Negative model indices count from the end. A `result` without a model axis raises
-    `ValueError`; a model index that is not an int raises `TypeError`, and one out of range
-    `ValueError`.
-
-    Args:
-      result: a `BootstrapResult` whose samples have shape ``[num_resamples, M, *rest]``.
-      first: the index of the first model on the model axis.
-      second: the index of the second model, subtracted from the first.
-      confidence: the coverage of the two-sided interval, in (0, 1).
-
-    Returns:
-      `PairedDifference` whose fields have shape ``[*rest]``.
-
-    Examples:
-      >>> import jax
-      >>> import jaxmetrics as jm
-      >>> scores = [[0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1],  # model A: AUC 0.8125
-      ...           [0.9, 0.1, 0.7, 0.6, 0.4, 0.3, 0.2, 0.8]]  # model B: AUC 0.4375
-      >>> labels = [1, 1, 0, 1, 0, 1, 0, 0]
-      >>> key = jax.random.key(0)
-      >>> result = jm.bootstrap(jm.roc_auc, scores, labels, key=key, num_resamples=200)
-      >>> round(float(jm.paired_difference(result).estimate), 4)  # AUC A - AUC B
-      0.375
-
-    References:
-      Efron & Tibshirani (1993), An Introduction to the Bootstrap, Chapman & Hall, ch. 16.
-    """
-    if result.samples.ndim < 2:
-        raise ValueError(
-            "`result` has no model axis: bootstrap a metric of scores shaped [M, n] "
-            f"(its samples have shape {result.samples.shape})."
-        )
-    confidence = validation.check_probability_level(confidence)
-    num_models = result.samples.shape[1]
-    for name, model in (("first", first), ("second", second)):
-        if isinstance(model, bool) or not isinstance(model, int | np.integer):
-            raise TypeError(f"`{name}` must be a model index (int); got {model!r}.")
-        if not -num_models <= model < num_models:
-            raise ValueError(
-                f"`{name}` must be a model index in [0, {num_models}) (the samples hold "
-                f"{num_models} models); got {model}."
-            )
-    differences = result.samples[:, first] - result.samples[:, second]
-    defined = ~jnp.isnan(differences)
-    count = defined.sum(0)
-    alpha = (1 - confidence) / 2
-    low = jnp.nanquantile(differences, alpha, axis=0)
-    high = jnp.nanquantile(differences, 1 - alpha, axis=0)
-    at_most_zero = jnp.where(defined & (differences <= 0), 1, 0).sum(0) / count
-    at_least_zero = jnp.where(defined & (differences >= 0), 1, 0).sum(0) / count
-    p_value = jnp.minimum(1.0, 2 * jnp.minimum(at_most_zero, at_least_zero))
-    estimate = result.estimate[first] - result.estimate[second]
-    return PairedDifference(estimate, low, high, p_value)

@@ -1,6 +1,6 @@
-"""Multiclass ranking: top-k accuracy and multiclass ROC AUC of ``[*batch, n, C]`` class scores.
+"""Multiclass ranking of ``[*batch, n, C]`` class scores: top-k accuracy, ROC AUC and AP.
 
-Both read only the order of each sample's class scores (or of each class's scores), so the rows
+All three read only the order of each sample's class scores (or of each class's scores), so the rows
 need not be probabilities; the class count is the last axis of the scores.
 """
 
@@ -12,10 +12,18 @@ import numpy as np
 from jaxmetrics._src import ranking, validation
 from jaxmetrics._src.counts import safe_divide
 from jaxmetrics._src.multiclass import class_indices
-from jaxmetrics._src.typing import Array, ArrayLike, MultiClass, RocAucAverage, options_of
+from jaxmetrics._src.typing import (
+    Array,
+    ArrayLike,
+    Average,
+    MultiClass,
+    RocAucAverage,
+    options_of,
+)
 
 _MULTI_CLASS = options_of(MultiClass)
 _ROC_AUC_AVERAGES = options_of(RocAucAverage)
+_AP_AVERAGES = options_of(Average)
 
 
 def _is_not_finite(values: ArrayLike) -> ArrayLike:
@@ -25,7 +33,9 @@ def _is_not_finite(values: ArrayLike) -> ArrayLike:
 def _probability_matrix(probs: ArrayLike, labels: ArrayLike) -> tuple[Array, Array, Array, int]:
     """Class scores ``[*batch, n, C]``, labels int32 ``[*batch, n]``, `invalid` ``[*batch]``
     and C."""
-    probs = validation.as_scores(probs, "probs", host=True)
+    probs = validation.as_real_array(probs, "probs", host=True)
+    if not isinstance(probs, np.ndarray):  # traced: JAX's float type; concrete: kept exact
+        probs = probs.astype(validation.float_dtype())
     if probs.ndim < 2:
         raise ValueError(f"`probs` must have shape [*batch, n, C]; got {tuple(probs.shape)}.")
     num_classes = probs.shape[-1]
@@ -44,7 +54,12 @@ def _probability_matrix(probs: ArrayLike, labels: ArrayLike) -> tuple[Array, Arr
             f"{tuple(labels.shape)}."
         ) from None
     invalid = jnp.broadcast_to(invalid | invalid_labels, batch_shape)
-    return jnp.asarray(probs), labels, invalid, num_classes
+    # concrete scores stay numpy (float64 ones exact: the ranking metrics rank them on the host)
+    return probs, labels, invalid, num_classes
+
+
+def _xp(probs: ArrayLike):
+    return np if isinstance(probs, np.ndarray) else jnp
 
 
 def _sample_weights(sample_weight: ArrayLike, labels: Array) -> tuple[Array, Array]:
@@ -100,9 +115,11 @@ def top_k_accuracy(
     """
     k = validation.check_count(k, "k")
     probs, labels, invalid, _ = _probability_matrix(probs, labels)
-    true_score = jnp.take_along_axis(probs, labels[..., None], axis=-1)
-    higher = (probs > true_score).sum(-1)
-    tied = (probs == true_score).sum(-1)  # includes the true class itself
+    # numpy compares float64 scores exactly, when the labels are concrete too
+    xp = np if validation.is_concrete(probs, labels) and isinstance(probs, np.ndarray) else jnp
+    true_score = xp.take_along_axis(xp.asarray(probs), xp.asarray(labels)[..., None], axis=-1)
+    higher = jnp.asarray((xp.asarray(probs) > true_score).sum(-1))
+    tied = jnp.asarray((xp.asarray(probs) == true_score).sum(-1))  # includes the true class itself
     hit = jnp.clip((k - higher) / tied, 0.0, 1.0).astype(validation.float_dtype())
     if sample_weight is None:
         value = hit.mean(-1)
@@ -179,7 +196,7 @@ def multiclass_roc_auc(
             "weighted one-vs-one AUC); got weights."
         )
     probs, labels, invalid, num_classes = _probability_matrix(probs, labels)
-    by_class = jnp.swapaxes(probs, -1, -2)  # [*batch, C, n]: the samples on the last axis
+    by_class = _xp(probs).swapaxes(probs, -1, -2)  # [*batch, C, n]: samples on the last axis
     classes = jnp.arange(num_classes)[:, None]
     members = (labels[..., None, :] == classes).astype(jnp.int32)  # [*batch, C, n]
     if sample_weight is None:
@@ -210,3 +227,56 @@ def multiclass_roc_auc(
     if average == "macro":
         return aucs.mean(-1)
     return (aucs * weight).sum(-1) / weight.sum(-1)
+
+
+def multiclass_average_precision(
+    probs: ArrayLike,
+    labels: ArrayLike,
+    *,
+    average: Average = "macro",
+    sample_weight: ArrayLike | None = None,
+) -> Array:
+    r"""Multiclass average precision, one-vs-rest: class c's scores against membership of c.
+
+    Matches ``sklearn.metrics.average_precision_score(label_binarize(labels, classes=range(C)),
+    probs, average=average, sample_weight=sample_weight)``, except that a class without samples
+    has an undefined AP (NaN here, 0 with a warning in scikit-learn) and makes "macro" NaN.
+    "macro" averages the C APs, "weighted" weighs them by the (weighted) number of samples of
+    each class, "micro" pools all (sample, class) pairs into one binary ranking, None returns
+    the C APs.
+
+    .. math:: \mathrm{AP}_c = \mathrm{AP}\big(p_{\cdot c},\ [y = c]\big)
+
+    Conventions: the ties and steps of `average_precision`; rows of `probs` need not sum to 1
+    (only the order of each class's scores counts). NaN or infinite scores, class indices
+    outside [0, C), and negative or non-finite weights raise `ValueError` eagerly; under
+    `jax.jit` that batch element is NaN. Called eagerly, float64 scores are ranked exactly.
+
+    Args:
+      probs: ``[*batch, n, C]`` class scores.
+      labels: ``[*batch, n]`` true class indices in [0, C).
+      average: "macro" (default), "weighted", "micro", or None for the per-class APs.
+      sample_weight: optional ``[*batch, n]`` non-negative weights, one per sample.
+
+    Returns:
+      A float array of shape ``[*batch]``; ``[*batch, C]`` with ``average=None``.
+
+    Examples:
+      >>> import jaxmetrics as jm
+      >>> probs = [[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.3, 0.6],
+      ...          [0.3, 0.3, 0.4], [0.5, 0.4, 0.1], [0.2, 0.6, 0.2]]
+      >>> labels = [0, 1, 2, 2, 1, 0]
+      >>> jm.multiclass_average_precision(probs, labels, average=None).round(4)
+      Array([0.7   , 0.5833, 1.    ], dtype=float32)
+    """
+    validation.check_option(average, "average", _AP_AVERAGES)
+    probs, labels, invalid, num_classes = _probability_matrix(probs, labels)
+    by_class = _xp(probs).swapaxes(probs, -1, -2)  # [*batch, C, n]
+    members = (labels[..., None, :] == jnp.arange(num_classes)[:, None]).astype(jnp.int32)
+    weights = None
+    if sample_weight is not None:
+        weights, invalid_weights = _sample_weights(sample_weight, labels)
+        invalid = invalid | invalid_weights
+        weights = weights[..., None, :]  # one weight per sample, the same for every class
+    ap = ranking.average_precision(by_class, members, sample_weight=weights, average=average)
+    return validation.nan_where(invalid, ap)

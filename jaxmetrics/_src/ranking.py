@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from jaxmetrics._src import recipe, sorting, validation
+from jaxmetrics._src import multilabel, recipe, sorting, validation
 from jaxmetrics._src.counts import safe_divide
-from jaxmetrics._src.typing import Array, ArrayLike
+from jaxmetrics._src.typing import Array, ArrayLike, MultilabelAverage
 
 
 def _auc_terms(groups: sorting.Groups, dtype) -> tuple[Array, Array, Array, Array]:
@@ -37,6 +37,7 @@ def roc_auc(
     *,
     sample_weight: ArrayLike | None = None,
     max_fpr: float | None = None,
+    average: MultilabelAverage = None,
 ) -> Array:
     r"""Area under the ROC curve, exact (sort-based), a tied positive-negative pair counting 1/2.
 
@@ -72,9 +73,16 @@ def roc_auc(
         broadcasting against `scores`.
       max_fpr: optional float in (0, 1]: the standardised partial AUC up to this false positive
         rate (1 gives the full AUC); outside (0, 1] raises `ValueError`.
+      average: multilabel scores ``[*batch, L, n]`` (label l's scores of the n samples on the
+        last axis: scikit-learn's ``[n, L]`` transposed) averaged over the label axis, as
+        scikit-learn's `average`: "macro", "weighted" (by each label's positive weight),
+        "micro" (all pairs pooled), "samples" (each sample's labels ranked, then averaged
+        over the samples; `sample_weight` one per sample), or None (default) for the batched
+        result ``[*batch, L]``, where a label without positives or without negatives is NaN.
+        To average the defined labels only: ``jnp.nanmean(jm.roc_auc(scores, labels), -1)``.
 
     Returns:
-      A float array of shape ``[*batch]``.
+      A float array of shape ``[*batch]``; with `average` the label axis is averaged away.
 
     Examples:
       >>> import jaxmetrics as jm
@@ -84,6 +92,9 @@ def roc_auc(
       0.8125
       >>> round(float(jm.roc_auc(scores, labels, max_fpr=0.5)), 4)
       0.75
+      >>> two_labels = [labels, [0, 1, 0, 0, 1, 1, 0, 1]]  # [L = 2, n = 8]
+      >>> float(jm.roc_auc([scores, scores], two_labels, average="macro"))  # (0.8125 + 0.3125) / 2
+      0.5625
 
     References:
       Hanley & McNeil (1982), "The meaning and use of the area under a receiver operating
@@ -94,6 +105,10 @@ def roc_auc(
         raise ValueError(f"`max_fpr` must be in (0, 1]; got {max_fpr}.")
     if max_fpr == 1:
         max_fpr = None
+    if average is not None:
+        return multilabel.over_labels(
+            roc_auc, scores, labels, sample_weight, average, max_fpr=max_fpr
+        )
     auc, _ = recipe.sorted_metric(_roc_auc_kernel, scores, labels, sample_weight, max_fpr=max_fpr)
     return auc
 
@@ -134,7 +149,11 @@ def _roc_auc_kernel(
 
 @recipe.order_only
 def average_precision(
-    scores: ArrayLike, labels: ArrayLike, *, sample_weight: ArrayLike | None = None
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    sample_weight: ArrayLike | None = None,
+    average: MultilabelAverage = None,
 ) -> Array:
     r"""Average precision: the step sum of precision over the recall gained, no interpolation.
 
@@ -162,9 +181,14 @@ def average_precision(
         `scores`.
       sample_weight: optional ``[*batch, n]`` non-negative weights, broadcasting against
         `scores`.
+      average: multilabel scores ``[*batch, L, n]`` (scikit-learn's ``[n, L]`` transposed)
+        averaged over the label axis: "macro", "weighted", "micro", "samples" or None, as in
+        `roc_auc`. A label (or, with "samples", a sample) without positives or without
+        negatives is NaN and so is any average over it (scikit-learn counts 0 or 1 there);
+        ``jnp.nanmean(jm.average_precision(scores, labels), -1)`` skips them.
 
     Returns:
-      A float array of shape ``[*batch]``.
+      A float array of shape ``[*batch]``; with `average` the label axis is averaged away.
 
     Examples:
       >>> import jaxmetrics as jm
@@ -172,11 +196,16 @@ def average_precision(
       >>> labels = [1, 1, 0, 1, 0, 1, 0, 0]
       >>> round(float(jm.average_precision(scores, labels)), 4)  # mean of 1, 1, 3/4, 4/6
       0.8542
+      >>> two_labels = [labels, [0, 1, 0, 0, 1, 1, 0, 1]]  # [L = 2, n = 8]
+      >>> jm.average_precision([scores, scores], two_labels).round(4)  # average=None
+      Array([0.8542, 0.475 ], dtype=float32)
 
     References:
       Davis & Goadrich (2006), "The relationship between precision-recall and ROC curves",
       Proc. ICML, 233-240 (why the steps are not interpolated linearly).
     """
+    if average is not None:
+        return multilabel.over_labels(average_precision, scores, labels, sample_weight, average)
     ap, _ = recipe.sorted_metric(_average_precision_kernel, scores, labels, sample_weight)
     return ap
 

@@ -21,6 +21,7 @@ __all__ = [
     "CalibrationNorm",
     "Kappa",
     "MultiClass",
+    "MultilabelAverage",
     "RocAucAverage",
     "Sampling",
     "Surrogate",
@@ -50,3 +51,5 @@ def options_of(literal: object) -> tuple:
 # `surrogate`
 RocAucAverage: TypeAlias = Literal["macro", "weighted"] | None
 Surrogate: TypeAlias = Literal["logistic", "hinge", "squared_hinge", "sigmoid"]
+# `roc_auc(average=...)` / `average_precision(average=...)` over a multilabel label axis
+MultilabelAverage: TypeAlias = Literal["micro", "macro", "weighted", "samples"] | None
