@@ -184,3 +184,45 @@ def test_multiclass_metrics_rank_float64_scores_exactly():
     assert float(jm.top_k_accuracy(distinct, labels, k=1)) == pytest.approx(
         skm.top_k_accuracy_score(labels, distinct, k=1)
     )
+
+
+# ----------------------------------------------------------------------------- bootstrap
+
+
+def test_bootstrap_of_a_multilabel_macro_auc_resamples_samples_across_all_labels():
+    rng = np.random.default_rng(12)
+    labels = (rng.random((3, 40)) < 0.5).astype(np.int32)  # both classes in every resample
+    scores = np.round(rng.random((3, 40)) + 0.3 * labels, 1)
+    key = jax.random.key(3)
+    macro = functools.partial(jm.roc_auc, average="macro")
+    result = jm.bootstrap(macro, scores, labels, key=key, num_resamples=40)
+    assert float(result.estimate) == pytest.approx(
+        skm.roc_auc_score(labels.T, scores.T, average="macro")
+    )
+    # each resample: scikit-learn's macro AUC of the rows drawn (one weight per sample, shared
+    # by every label)
+    weights = np.asarray(jm.resample_weights(key, jnp.arange(5), scores.shape[1]))
+    assert not np.isnan(np.asarray(result.samples)).any()
+    for b in range(5):
+        drawn = np.repeat(np.arange(scores.shape[1]), weights[b])
+        expected = skm.roc_auc_score(labels.T[drawn], scores.T[drawn], average="macro")
+        assert float(result.samples[b]) == pytest.approx(expected, rel=1e-5)
+    assert float(result.low) <= float(result.estimate) <= float(result.high)
+
+
+def test_bootstrap_over_rows_of_class_probabilities():
+    probs, labels, _ = multiclass_problem(13)
+    key = jax.random.key(4)
+    result = jm.bootstrap(
+        jm.multiclass_average_precision, probs, labels, key=key, num_resamples=20, sample_axis=-2
+    )
+    weights = np.asarray(jm.resample_weights(key, jnp.arange(3), probs.shape[0]))
+    onehot = label_binarize(labels, classes=range(probs.shape[1]))
+    for b in range(3):
+        drawn = np.repeat(np.arange(probs.shape[0]), weights[b])
+        expected = skm.average_precision_score(onehot[drawn], probs[drawn])
+        assert float(result.samples[b]) == pytest.approx(expected, rel=1e-5)
+    with pytest.raises(ValueError, match="`sample_axis` must be an axis"):
+        jm.bootstrap(jm.multiclass_average_precision, probs, labels, key=key, sample_axis=2)
+    with pytest.raises(TypeError, match="`sample_axis` must be an int"):
+        jm.bootstrap(jm.multiclass_average_precision, probs, labels, key=key, sample_axis=1.0)

@@ -379,3 +379,24 @@ def test_query_mean_checks_its_weights():
         query_mean([0.5, 1.0], sample_weight=[1, -1])
     got = jax.jit(query_mean)(jnp.ones((2, 3)), sample_weight=jnp.array([[1, 1, 1], [1, -1, 1]]))
     assert float(got[0]) == 1.0 and np.isnan(float(got[1]))
+
+
+def test_bootstrap_of_a_mean_ndcg_resamples_queries():
+    import jaxmetrics as jm
+
+    rng = np.random.default_rng(21)
+    scores = np.round(rng.random((15, 8)), 1)
+    relevance = rng.integers(0, 3, (15, 8)).astype(np.float32)
+    relevance[:, 0] = 1  # every query has a relevant item
+
+    def mean_ndcg(s, r, sample_weight):
+        return jm.query_mean(jm.ndcg(s, r, k=5), sample_weight=sample_weight)
+
+    key = jax.random.key(5)
+    result = jm.bootstrap(mean_ndcg, scores, relevance, key=key, num_resamples=30, sample_axis=-2)
+    assert float(result.estimate) == pytest.approx(skm.ndcg_score(relevance, scores, k=5), rel=1e-5)
+    weights = np.asarray(jm.resample_weights(key, jnp.arange(4), scores.shape[0]))
+    for b in range(4):
+        drawn = np.repeat(np.arange(scores.shape[0]), weights[b])
+        expected = skm.ndcg_score(relevance[drawn], scores[drawn], k=5)
+        assert float(result.samples[b]) == pytest.approx(expected, rel=1e-5)
