@@ -75,6 +75,61 @@ def ranking_rows(sizes, repeats):
     return rows
 
 
+def multilabel_rows(scale, repeats):
+    """Multilabel macro AUC, LRAP and NDCG@10: one sort per row, no loop over labels/queries."""
+    rng = np.random.default_rng(0)
+    rows = []
+    n, num_labels = 10**5 // scale, 20
+    labels = (rng.random((num_labels, n)) < 0.2).astype(np.int32)
+    scores = (rng.normal(size=(num_labels, n)) + labels).astype(np.float32)
+    macro = jax.jit(functools.partial(jm.roc_auc, average="macro"))
+    on_device = jax.device_put(scores), jax.device_put(labels)
+    value, reference = float(macro(*on_device)), skm.roc_auc_score(labels.T, scores.T)
+    assert abs(value - reference) < 1e-5, (value, reference)
+    rows.append(
+        compare(
+            f"multilabel macro AUC, {n:.0e} x {num_labels} labels",
+            functools.partial(macro, *on_device),
+            functools.partial(skm.roc_auc_score, labels.T, scores.T),
+            repeats,
+        )
+    )
+    n, num_labels = 10**4 // scale, 100
+    labels = (rng.random((n, num_labels)) < 0.05).astype(np.int32)
+    labels[:, 0] = 1  # every sample has a relevant label (LRAP is defined)
+    scores = rng.random((n, num_labels)).astype(np.float32)
+    lrap = jax.jit(jm.label_ranking_average_precision)
+    on_device = jax.device_put(scores), jax.device_put(labels)
+    value = float(jnp.mean(lrap(*on_device)))
+    reference = skm.label_ranking_average_precision_score(labels, scores)
+    assert abs(value - reference) < 1e-5, (value, reference)
+    rows.append(
+        compare(
+            f"label ranking AP, {n:.0e} x {num_labels} labels",
+            functools.partial(lrap, *on_device),
+            functools.partial(skm.label_ranking_average_precision_score, labels, scores),
+            repeats,
+        )
+    )
+    queries, items = 20000 // scale, 100
+    relevance = rng.integers(0, 4, (queries, items)).astype(np.float32)
+    scores = rng.random((queries, items)).astype(np.float32)
+    ndcg = jax.jit(functools.partial(jm.ndcg, k=10))
+    on_device = jax.device_put(scores), jax.device_put(relevance)
+    value = float(jnp.nanmean(ndcg(*on_device)))
+    reference = skm.ndcg_score(relevance, scores, k=10)
+    assert abs(value - reference) < 1e-5, (value, reference)
+    rows.append(
+        compare(
+            f"NDCG@10, {queries} queries x {items} items",
+            functools.partial(ndcg, *on_device),
+            functools.partial(skm.ndcg_score, relevance, scores, k=10),
+            repeats,
+        )
+    )
+    return rows
+
+
 def threshold_grid_row(n, num_thresholds, repeats):
     scores, labels = binormal(n)
     on_device = jax.device_put(scores), jax.device_put(labels)
@@ -434,6 +489,7 @@ def main() -> int:
     if not args.quick:
         rows += report_rows(args.device)
     rows += ranking_rows(sizes, args.repeats)
+    rows += multilabel_rows(10 if args.quick else 1, args.repeats)
     rows.append(threshold_grid_row(10**5 if args.quick else 10**6, 1000, args.repeats))
     rows.append(surrogate_row(2 * 10**4 if args.quick else 2 * 10**5, args.repeats))
     rows.append(
