@@ -79,9 +79,15 @@ def ndcg(
       TOIS 20:422-446. McSherry & Najork (2008), "Computing information retrieval performance
       measures efficiently in the presence of tied scores", Proc. ECIR, LNCS 4956:414-421.
     """
-    k = sys.maxsize if k is None else validation.check_count(k, "k")
+    top = None if k is None else validation.check_count(k, "k")
     return retrieval_ties.run(
-        retrieval_ties.ndcg_kernel, scores, relevance, sample_weight, k=k, graded=True
+        retrieval_ties.ndcg_kernel,
+        scores,
+        relevance,
+        sample_weight,
+        k=sys.maxsize if top is None else top,
+        graded=True,
+        top=top,
     )
 
 
