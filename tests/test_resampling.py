@@ -150,3 +150,47 @@ def test_bootstrap_bad_arguments(rng):
         jm.bootstrap(jm.roc_auc, scores, labels, key=0)
     with pytest.raises(ValueError, match="same number of samples"):
         jm.bootstrap(jm.roc_auc, scores, labels[:10], key=key)
+
+
+def test_cluster_bootstrap_of_duplicated_rows_equals_the_unduplicated_bootstrap():
+    # every row copied k times within its own group: drawing groups is drawing the original
+    # rows, so the clustered standard error equals the unduplicated one exactly, while the
+    # naive row bootstrap of the copies understates it by about sqrt(k)
+    rng = np.random.default_rng(31)
+    n, k = 60, 4
+    labels = (rng.random(n) < 0.4).astype(np.int32)
+    labels[:2] = [0, 1]
+    scores = np.round(rng.normal(size=n) + labels, 1).astype(np.float32)
+    copies = np.repeat(scores, k), np.repeat(labels, k)
+    patients = np.repeat(np.arange(n) * 7 + 3, k)  # any labels: numbered in sorted order
+    key = jax.random.key(8)
+    options = dict(key=key, num_resamples=300)
+    original = jm.bootstrap(jm.roc_auc, scores, labels, **options)
+    clustered = jm.bootstrap(jm.roc_auc, *copies, groups=patients, **options)
+    naive = jm.bootstrap(jm.roc_auc, *copies, **options)
+    np.testing.assert_allclose(
+        np.asarray(clustered.samples), np.asarray(original.samples), rtol=1e-6
+    )
+    assert float(clustered.standard_error) == pytest.approx(
+        float(original.standard_error), rel=1e-5
+    )
+    ratio = float(original.standard_error) / float(naive.standard_error)
+    assert 1.6 < ratio < 2.5  # about sqrt(4) = 2
+    # BCa's jackknife leaves out whole groups: the same interval as the unduplicated data's
+    bca = dict(options, method="bca", num_resamples=100)
+    np.testing.assert_allclose(
+        [float(jm.bootstrap(jm.roc_auc, *copies, groups=patients, **bca).low)],
+        [float(jm.bootstrap(jm.roc_auc, scores, labels, **bca).low)],
+        rtol=1e-5,
+    )
+
+
+def test_groups_are_checked():
+    scores, labels = np.array([0.1, 0.4, 0.35, 0.8]), np.array([0, 0, 1, 1])
+    key = jax.random.key(0)
+    with pytest.raises(ValueError, match="`groups` must have shape"):
+        jm.bootstrap(jm.roc_auc, scores, labels, key=key, groups=[0, 1])
+    with pytest.raises(ValueError, match="cannot be combined"):
+        jm.bootstrap(jm.roc_auc, scores, labels, key=key, groups=[0, 0, 1, 1], stratify=labels)
+    with pytest.raises(TypeError, match="`groups` must be concrete"):
+        jax.jit(lambda g: jm.resample_weights(key, jnp.arange(2), 4, groups=g))(jnp.arange(4))

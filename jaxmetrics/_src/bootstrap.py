@@ -18,7 +18,7 @@ import numpy as np
 from jax.scipy.special import ndtr, ndtri
 
 from jaxmetrics._src import recipe, sorting, validation
-from jaxmetrics._src.resampling import check_key, resample_weights
+from jaxmetrics._src.resampling import check_key, draw_weights, group_units, resample_weights
 from jaxmetrics._src.typing import Array, ArrayLike, BootstrapMethod, Sampling, options_of
 
 _METHODS = options_of(BootstrapMethod)
@@ -86,7 +86,18 @@ def _calls(total: int, chunk_size: int) -> tuple[int, int]:
 
 
 def _resampled_body(
-    metric, data, strata, key, first, *, sampling, chunks, size, sample_axis, on_mesh=False
+    metric,
+    data,
+    design,
+    key,
+    first,
+    *,
+    sampling,
+    chunks,
+    size,
+    sample_axis,
+    num_units,
+    on_mesh=False,
 ):
     """Metric values of resamples ``first + range(chunks * size)``, `size` per vmapped step.
 
@@ -98,14 +109,20 @@ def _resampled_body(
     blocks = first + jnp.arange(chunks * size, dtype=jnp.int32).reshape(chunks, size)
 
     def step(resamples: Array) -> Array:
-        weights = resample_weights(
-            key,
-            resamples,
-            num_samples,
-            sampling=sampling,
-            stratify=strata,
-            host_callback=not on_mesh,
-        )
+        stratify, units = design  # units: the group of each sample (cluster bootstrap)
+        if units is None:
+            weights = resample_weights(
+                key,
+                resamples,
+                num_samples,
+                sampling=sampling,
+                stratify=stratify,
+                host_callback=not on_mesh,
+            )
+        else:
+            weights = draw_weights(
+                key, resamples, num_units, sampling=sampling, host_callback=not on_mesh
+            )[:, units]
         return jax.vmap(lambda w: _weighted(metric, data, w))(weights)
 
     values = jax.lax.map(step, blocks)
@@ -115,16 +132,18 @@ def _resampled_body(
 _resampled_values = jax.jit(
     _resampled_body,
     static_argnums=(0,),
-    static_argnames=("sampling", "chunks", "size", "sample_axis"),
+    static_argnames=("sampling", "chunks", "size", "sample_axis", "num_units"),
 )
 
 
 @functools.partial(
     jax.jit,
     static_argnums=(0, 1),
-    static_argnames=("sampling", "chunks", "size", "sample_axis"),
+    static_argnames=("sampling", "chunks", "size", "sample_axis", "num_units"),
 )
-def _sharded_values(metric, mesh, data, strata, key, first, *, sampling, chunks, size, sample_axis):
+def _sharded_values(
+    metric, mesh, data, design, key, first, *, sampling, chunks, size, sample_axis, num_units
+):
     """`_resampled_body` on every device of a 1-D mesh, device d taking the d-th block.
 
     Each resample's weights depend only on (key, resample index), so the devices need no
@@ -133,19 +152,20 @@ def _sharded_values(metric, mesh, data, strata, key, first, *, sampling, chunks,
     axis = mesh.axis_names[0]
     replicated = jax.sharding.PartitionSpec()
 
-    def on_device(data, strata, key, first):
+    def on_device(data, design, key, first):
         mine = first + jax.lax.axis_index(axis) * chunks * size
         with sorting.without_host_cumulative():
             return _resampled_body(
                 metric,
                 data,
-                strata,
+                design,
                 key,
                 mine,
                 sampling=sampling,
                 chunks=chunks,
                 size=size,
                 sample_axis=sample_axis,
+                num_units=num_units,
                 on_mesh=True,
             )
 
@@ -156,17 +176,20 @@ def _sharded_values(metric, mesh, data, strata, key, first, *, sampling, chunks,
         out_specs=jax.sharding.PartitionSpec(axis),
         # host callbacks (the CPU sort, the bincount) carry no varying-axis types
         check_vma=False,
-    )(data, strata, key, first)
+    )(data, design, key, first)
 
 
 @functools.partial(jax.jit, static_argnums=(0,), static_argnames=("chunks", "size", "sample_axis"))
-def _left_out_values(metric, data, first, *, chunks, size, sample_axis):
-    """Metric values with sample ``i`` left out (weight 0), for ``i`` in a block of indices."""
+def _left_out_values(metric, data, units, first, *, chunks, size, sample_axis):
+    """Metric values with unit ``i`` (a sample, or a group of them) left out (weight 0), for
+    ``i`` in a block of indices."""
     num_samples = data[0].shape[sample_axis]
+    if units is None:
+        units = jnp.arange(num_samples)
     blocks = first + jnp.arange(chunks * size, dtype=jnp.int32).reshape(chunks, size)
 
     def step(left_out: Array) -> Array:
-        weights = jnp.arange(num_samples)[None, :] != left_out[:, None]
+        weights = units[None, :] != left_out[:, None]
         return jax.vmap(lambda w: _weighted(metric, data, w))(weights.astype(jnp.int32))
 
     values = jax.lax.map(step, blocks)
@@ -199,6 +222,7 @@ def bootstrap(
     method: BootstrapMethod = "percentile",
     sampling: Sampling = "multinomial",
     stratify: ArrayLike | None = None,
+    groups: ArrayLike | None = None,
     sample_axis: int = -1,
     mesh: jax.sharding.Mesh | None = None,
     chunk_size: int | None = None,
@@ -261,6 +285,12 @@ def bootstrap(
       sampling: "multinomial" (n draws with replacement) or "poisson" (Poisson(1) weights).
       stratify: optional ``[n]`` stratum labels (e.g. the class labels): each stratum keeps its
         size in every resample (pROC's default for AUC). Multinomial sampling only.
+      groups: optional ``[n]`` group labels (concrete): the cluster bootstrap, which draws
+        whole groups (a patient's images, a user's sessions) with replacement, every row
+        taking its group's weight; BCa's jackknife then leaves out one group at a time. Rows
+        of one group are not independent, and resampling them one by one understates the
+        spread (by a factor near the square root of the group size for duplicated rows). Not
+        with `stratify`.
       sample_axis: the axis of ``arrays[0]`` that holds the samples resampled (default -1,
         the last). The weights passed to `metric` are ``[n]`` along it: -2 resamples the rows
         of ``[n, C]`` class probabilities (`multiclass_roc_auc`) or the queries of ``[Q, m]``
@@ -311,6 +341,8 @@ def bootstrap(
     if sample_axis == -1:
         validation.sample_axis_shapes([(f"arrays[{i}]", a) for i, a in enumerate(arrays)])
     num_samples = arrays[0].shape[sample_axis]
+    if groups is not None and stratify is not None:
+        raise ValueError("`groups` and `stratify` cannot be combined; give one of them.")
     if stratify is not None:
         if sampling != "multinomial":
             raise ValueError(
@@ -328,12 +360,14 @@ def bootstrap(
         chunk_size = max(1, min(num_resamples, _STEP_BYTES // (4 * arrays[0].size)))
 
     estimate = _weighted(metric, arrays, jnp.ones(num_samples, jnp.int32))
-    options = dict(sampling=sampling, size=chunk_size, sample_axis=sample_axis)
+    units, num_units = (None, 0) if groups is None else group_units(groups, num_samples)
+    design = (stratify, None if units is None else jnp.asarray(units))
+    options = dict(sampling=sampling, size=chunk_size, sample_axis=sample_axis, num_units=num_units)
     if mesh is None:
         chunks, per_call = _calls(num_resamples, chunk_size)
 
         def compute(first: Array) -> Array:
-            return _resampled_values(metric, arrays, stratify, key, first, chunks=chunks, **options)
+            return _resampled_values(metric, arrays, design, key, first, chunks=chunks, **options)
 
     else:
         if len(mesh.axis_names) != 1:
@@ -344,19 +378,27 @@ def bootstrap(
 
         def compute(first: Array) -> Array:
             values = _sharded_values(
-                metric, mesh, arrays, stratify, key, first, chunks=chunks, **options
+                metric, mesh, arrays, design, key, first, chunks=chunks, **options
             )
             return jnp.asarray(np.asarray(values))  # gather the devices' blocks, in order
 
     samples = _in_calls(compute, num_resamples, per_call, progress)
     alpha = (1 - confidence) / 2
     if method == "bca":
-        chunks, per_call = _calls(num_samples, chunk_size)
+        # the jackknife leaves out one resampled unit at a time: a sample, or a whole group
+        num_left_out = num_samples if units is None else num_units
+        chunks, per_call = _calls(num_left_out, chunk_size)
         jackknife = _in_calls(
             lambda first: _left_out_values(
-                metric, arrays, first, chunks=chunks, size=chunk_size, sample_axis=sample_axis
+                metric,
+                arrays,
+                design[1],
+                first,
+                chunks=chunks,
+                size=chunk_size,
+                sample_axis=sample_axis,
             ),
-            num_samples,
+            num_left_out,
             per_call,
         )
         levels = _bca_levels(samples, estimate, jackknife, alpha)

@@ -125,6 +125,7 @@ def resample_weights(
     *,
     sampling: Sampling = "multinomial",
     stratify: ArrayLike | None = None,
+    groups: ArrayLike | None = None,
     host_callback: bool = True,
 ) -> Array:
     r"""Integer weights ``[len(resamples), num_samples]`` of the given bootstrap resamples.
@@ -143,7 +144,9 @@ def resample_weights(
 
     Conventions: "multinomial" makes num_samples draws with replacement, so the weights sum to
     num_samples (the classic bootstrap); with `stratify`, each stratum is drawn within itself,
-    so its total weight stays its size. The draws are 32-bit hashes taken modulo the number of
+    so its total weight stays its size; with `groups`, the groups are drawn instead of the
+    samples (group j of G, numbered in the sorted order of the labels, is drawn as sample j of
+    a G-sample resample would be). The draws are 32-bit hashes taken modulo the number of
     samples: a bias below ``num_samples / 2**32``. "poisson" makes independent Poisson(1)
     weights, whose total varies around num_samples; they need no counting of draws and suit
     streaming and sharded data, and `stratify` is ignored (`bootstrap` refuses the pair).
@@ -156,6 +159,10 @@ def resample_weights(
       sampling: "multinomial" or "poisson".
       stratify: optional ``[num_samples]`` stratum labels (e.g. the class labels), for
         multinomial sampling.
+      groups: optional ``[num_samples]`` group labels (any values; concrete, not traced): the
+        cluster bootstrap. The G distinct groups are drawn (G draws with replacement, or
+        Poisson(1) each) and every sample takes its group's weight, so the rows of a patient
+        or a user stay together. Not with `stratify`.
       host_callback: count multinomial draws with numpy's bincount through a host callback on
         the CPU (True, fast) or with a scatter-add (False, the same result; for use inside
         `jax.shard_map` over emulated CPU devices).
@@ -180,6 +187,51 @@ def resample_weights(
       Computer Methods and Programs in Biomedicine 83:57-62.
     """
     validation.check_option(sampling, "sampling", _SAMPLINGS)
+    if groups is not None:
+        if stratify is not None:
+            raise ValueError("`groups` and `stratify` cannot be combined; give one of them.")
+        units, num_units = group_units(groups, num_samples)
+        unit_weights = draw_weights(
+            key, resamples, num_units, sampling=sampling, host_callback=host_callback
+        )
+        return unit_weights[:, units]
+    return draw_weights(
+        key,
+        resamples,
+        num_samples,
+        sampling=sampling,
+        stratify=stratify,
+        host_callback=host_callback,
+    )
+
+
+def group_units(groups: ArrayLike, num_samples: int) -> tuple[np.ndarray, int]:
+    """(index of each sample's group in [0, G), G) from concrete group labels ``[n]``."""
+    host = validation.host_values(groups)
+    if host is None:
+        raise TypeError(
+            "`groups` must be concrete (a numpy or JAX array known outside `jax.jit`): the number "
+            "of groups fixes the shape of the resamples."
+        )
+    if host.shape != (num_samples,):
+        raise ValueError(
+            f"`groups` must have shape ({num_samples},), one group label per sample; got "
+            f"{host.shape}."
+        )
+    _, units = np.unique(host, return_inverse=True)
+    return units.astype(np.int32).reshape(-1), int(units.max()) + 1 if units.size else 0
+
+
+def draw_weights(
+    key: Array,
+    resamples: Array,
+    num_samples: int,
+    *,
+    sampling: Sampling,
+    stratify: ArrayLike | None = None,
+    host_callback: bool = True,
+) -> Array:
+    """`resample_weights` of independent units (samples, or the groups of a cluster bootstrap)."""
     seed = _seed_words(key)
     sample = jnp.arange(num_samples, dtype=jnp.uint32)
     bits = _random_bits(seed, resamples[:, None], sample[None, :])
