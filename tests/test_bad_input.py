@@ -200,8 +200,8 @@ CASES = {
     # calibration and regression
     "brier_score": Case(lambda p, y, w: jm.brier_score(p, y, sample_weight=w), "probs"),
     "log_loss": Case(lambda p, y, w: jm.log_loss(p, y, sample_weight=w), "probs"),
-    "expected_calibration_error": Case(lambda p, y: jm.expected_calibration_error(p, y, num_bins=4), "probs_labels"),
-    "reliability_table": Case(lambda p, y: jm.reliability_table(p, y, num_bins=4), "probs_labels"),
+    "expected_calibration_error": Case(lambda p, y, w: jm.expected_calibration_error(p, y, num_bins=4, sample_weight=w), "probs"),
+    "reliability_table": Case(lambda p, y, w: jm.reliability_table(p, y, num_bins=4, strategy="quantile", sample_weight=w), "probs"),
     "reliability_bins": Case(lambda p, y: jm.reliability_bins(p, y, num_bins=4, strategy="quantile"), "probs_labels"),
     "mean_absolute_error": Case(jm.mean_absolute_error, "regression"),
     "root_mean_squared_error": Case(jm.root_mean_squared_error, "regression"),

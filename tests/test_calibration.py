@@ -319,3 +319,39 @@ def test_an_eager_call_runs_one_compiled_program(caplog, name):
     first = compiled()
     assert len(first) <= 2 and len([m for m in first if f"jit({program})" in m]) <= 1
     assert compiled() == []
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+def test_weighted_binning_equals_repeated_rows(strategy):
+    rng = np.random.default_rng(41)
+    # multiples of 1/64, exact in float32, so eager (float64) and jit (float32) bin alike
+    probs = np.round(rng.random((2, 40)) * 64) / 64
+    labels = (rng.random((2, 40)) < probs).astype(np.int32)
+    weights = rng.integers(0, 4, (2, 40))
+    weights[:, :3] = 1
+    options = dict(num_bins=5, strategy=strategy)
+    eager = jm.reliability_bins(probs, labels, sample_weight=weights, **options)
+    jitted = jax.jit(lambda p, y, w: jm.reliability_bins(p, y, sample_weight=w, **options))(
+        probs, labels, weights
+    )
+    for row in range(2):
+        repeated = [np.repeat(a[row], weights[row]) for a in (probs, labels)]
+        expected = jm.reliability_bins(*repeated, **options)
+        for field in expected._fields:
+            for got in (eager, jitted):
+                np.testing.assert_allclose(
+                    np.asarray(getattr(got, field))[row],
+                    np.asarray(getattr(expected, field)),
+                    rtol=1e-5,
+                    err_msg=field,
+                )
+        ece = jm.expected_calibration_error(
+            probs[row], labels[row], sample_weight=weights[row], **options
+        )
+        assert float(ece) == pytest.approx(
+            float(jm.expected_calibration_error(*repeated, **options)), rel=1e-5
+        )
+    table = jm.reliability_table(probs, labels, sample_weight=weights.astype(np.float32), **options)
+    assert np.asarray(table.count).dtype == np.float32  # float weights give float counts
+    with pytest.raises(ValueError, match="`sample_weight` must be non-negative"):
+        jm.expected_calibration_error(probs, labels, sample_weight=-weights)

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src import intervals, validation
+from jaxmetrics._src import intervals, sorting, validation
 from jaxmetrics._src.calibration import any_flagged, probability_inputs
 from jaxmetrics._src.counts import safe_divide
 from jaxmetrics._src.typing import (
@@ -103,7 +103,25 @@ def _quantile_levels(num_bins: int) -> np.ndarray:
     return np.linspace(0.0, 1.0, num_bins + 1) * 100
 
 
-def _host_bins(probs: np.ndarray, num_bins: int, strategy: str) -> tuple[np.ndarray, np.ndarray]:
+def _weighted_percentiles(values, weights, levels, xp):
+    """`np.percentile(values, levels)` (linear) of the sample in which each value is repeated
+    its weight times (fractional weights extend it), for one 1-D vector; `xp` is np or jnp."""
+    order = xp.argsort(values)
+    ordered = values[order]
+    counts = xp.cumsum(weights[order].astype(ordered.dtype))
+    position = (counts[-1] - 1) * (xp.asarray(levels, ordered.dtype) / 100)
+    low = xp.floor(position)
+    high = xp.minimum(low + 1, xp.maximum(counts[-1] - 1, 0))
+
+    def at(rank):  # the value at 0-based position `rank` of the repeated, sorted sample
+        return ordered[xp.minimum(xp.searchsorted(counts, rank, side="right"), values.size - 1)]
+
+    return at(low) + (position - low) * (at(high) - at(low))
+
+
+def _host_bins(
+    probs: np.ndarray, num_bins: int, strategy: str, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(bin index of each probability, edges) of concrete probabilities, in numpy.
 
     Exactly `sklearn.calibration.calibration_curve`'s binning in the probabilities' own
@@ -115,73 +133,96 @@ def _host_bins(probs: np.ndarray, num_bins: int, strategy: str) -> tuple[np.ndar
         inner = np.linspace(0.0, 1.0, num_bins + 1)[1:-1]
         ids = np.searchsorted(inner, probs, side="left")
         return ids.astype(np.int32), _uniform_edges(num_bins, validation.float_dtype())
-    edges = np.moveaxis(np.percentile(probs, _quantile_levels(num_bins), axis=-1), 0, -1)
+    if weights is None:
+        edges = np.moveaxis(np.percentile(probs, _quantile_levels(num_bins), axis=-1), 0, -1)
+    else:
+        shape = np.broadcast_shapes(probs.shape, weights.shape)
+        probs, weights = np.broadcast_to(probs, shape), np.broadcast_to(weights, shape)
+        rows = zip(probs.reshape(-1, shape[-1]), weights.reshape(-1, shape[-1]))
+        levels = _quantile_levels(num_bins)
+        edges = np.stack([_weighted_percentiles(p, w, levels, np) for p, w in rows])
+        edges = edges.reshape(shape[:-1] + (num_bins + 1,))
     rows = zip(probs.reshape(-1, probs.shape[-1]), edges.reshape(-1, num_bins + 1))
     ids = np.stack([np.searchsorted(e[1:-1], p, side="left") for p, e in rows])
     return ids.reshape(probs.shape).astype(np.int32), edges.astype(validation.float_dtype())
 
 
-def _device_bins(probs: Array, num_bins: int, strategy: str) -> tuple[Array, Array]:
+def _device_bins(
+    probs: Array, num_bins: int, strategy: str, weights: Array | None = None
+) -> tuple[Array, Array]:
     """`_host_bins` of one traced probability vector, in JAX and in its float type."""
     if strategy == "uniform":
         edges = jnp.asarray(_uniform_edges(num_bins, probs.dtype))
-    else:
+    elif weights is None:
         levels = jnp.asarray(_quantile_levels(num_bins), probs.dtype)
         edges = jnp.percentile(probs, levels, method="linear")
+    else:
+        edges = _weighted_percentiles(probs, weights, _quantile_levels(num_bins), jnp)
     return jnp.searchsorted(edges[1:-1], probs, side="left").astype(jnp.int32), edges
 
 
 def _tally_bins(
     probs: Array,
     labels: Array,
+    weights: Array | None,
     ids: Array | None,
     edges: Array | None,
     num_bins: int,
     strategy: str,
 ) -> _BinTallies:
-    """Count, positives and probability mass per bin, over the batch axes.
+    """Count, positives and probability mass per bin, over the batch axes (weighted sums with
+    `weights`: int32 counts for integer weights, float for float ones).
 
     `ids` and `edges` come from `_host_bins` for concrete input; None for traced input, which
     is binned here.
     """
 
-    def kernel(probs, labels, ids, edges):
+    def kernel(probs, labels, weights, ids, edges):
         if ids is None:
-            ids, edges = _device_bins(probs, num_bins, strategy)
+            ids, edges = _device_bins(probs, num_bins, strategy, weights)
+        if weights is None:
+            weights = jnp.ones_like(ids)
+        else:
+            weights = weights.astype(sorting.count_dtype(weights))
 
         def per_bin(values: Array) -> Array:
             return jax.ops.segment_sum(values, ids, num_segments=num_bins)
 
-        count = per_bin(jnp.ones_like(ids))
-        positives = per_bin((labels == 1).astype(jnp.int32))
-        return _BinTallies(count, positives, per_bin(probs), edges)
+        count = per_bin(weights)
+        positives = per_bin(jnp.where(labels == 1, weights, 0))
+        return _BinTallies(count, positives, per_bin(weights * probs), edges)
 
-    return validation.map_batch(kernel, probs, labels, ids, edges)
+    return validation.map_batch(kernel, probs, labels, weights, ids, edges)
 
 
 def _binning_inputs(
-    probs: ArrayLike, labels: ArrayLike, num_bins: int, strategy: BinningStrategy
+    probs: ArrayLike,
+    labels: ArrayLike,
+    num_bins: int,
+    strategy: BinningStrategy,
+    sample_weight: ArrayLike | None = None,
 ) -> tuple[int, tuple]:
     """(num_bins, the arguments of the binned programs): options and values checked, and the
     probabilities binned on the host when they are concrete."""
     validation.check_option(strategy, "strategy", options_of(BinningStrategy))
     num_bins = validation.check_count(num_bins, "num_bins")
     known = validation.host_values(probs)
-    probs, labels, _, flags = probability_inputs(probs, labels)
+    probs, labels, weights, flags = probability_inputs(probs, labels, sample_weight)
     ids = edges = None
-    if validation.host_values(probs) is not None:
+    host_weights = None if weights is None else validation.host_values(weights)
+    if validation.host_values(probs) is not None and (weights is None or host_weights is not None):
         # float64 input is binned in float64 (its own precision), the rest in the results' type
         values = known if known.dtype == np.float64 else np.asarray(probs)
-        ids, edges = _host_bins(values, num_bins, strategy)
-    return num_bins, (probs, labels, ids, edges, flags)
+        ids, edges = _host_bins(values, num_bins, strategy, host_weights)
+    return num_bins, (probs, labels, weights, ids, edges, flags)
 
 
 _BINNED = ("num_bins", "strategy")
 
 
 @functools.partial(jax.jit, static_argnames=_BINNED)
-def _table(probs, labels, ids, edges, flags, *, num_bins, strategy) -> ReliabilityTable:
-    tallies = _tally_bins(probs, labels, ids, edges, num_bins, strategy)
+def _table(probs, labels, weights, ids, edges, flags, *, num_bins, strategy) -> ReliabilityTable:
+    tallies = _tally_bins(probs, labels, weights, ids, edges, num_bins, strategy)
     table = ReliabilityTable(
         safe_divide(tallies.positives, tallies.count, jnp.nan),
         safe_divide(tallies.mass, tallies.count, jnp.nan),
@@ -191,8 +232,8 @@ def _table(probs, labels, ids, edges, flags, *, num_bins, strategy) -> Reliabili
 
 
 @functools.partial(jax.jit, static_argnames=(*_BINNED, "z"))
-def _bins(probs, labels, ids, edges, flags, *, num_bins, strategy, z) -> ReliabilityBins:
-    tallies = _tally_bins(probs, labels, ids, edges, num_bins, strategy)
+def _bins(probs, labels, weights, ids, edges, flags, *, num_bins, strategy, z) -> ReliabilityBins:
+    tallies = _tally_bins(probs, labels, weights, ids, edges, num_bins, strategy)
     dtype = validation.float_dtype()
     low, high = intervals.wilson_bounds(
         tallies.positives.astype(dtype), tallies.count.astype(dtype), z
@@ -209,8 +250,8 @@ def _bins(probs, labels, ids, edges, flags, *, num_bins, strategy, z) -> Reliabi
 
 
 @functools.partial(jax.jit, static_argnames=(*_BINNED, "norm"))
-def _ece(probs, labels, ids, edges, flags, *, num_bins, strategy, norm) -> Array:
-    count, positives, mass, _ = _tally_bins(probs, labels, ids, edges, num_bins, strategy)
+def _ece(probs, labels, weights, ids, edges, flags, *, num_bins, strategy, norm) -> Array:
+    count, positives, mass, _ = _tally_bins(probs, labels, weights, ids, edges, num_bins, strategy)
     gap = jnp.where(
         count > 0,
         jnp.abs(safe_divide(positives, count, jnp.nan) - safe_divide(mass, count, jnp.nan)),
@@ -235,6 +276,7 @@ def reliability_table(
     *,
     num_bins: int = 10,
     strategy: BinningStrategy = "uniform",
+    sample_weight: ArrayLike | None = None,
 ) -> ReliabilityTable:
     r"""Fraction of positives and mean predicted probability per bin, for a reliability diagram.
 
@@ -265,6 +307,9 @@ def reliability_table(
       labels: ``[*batch, n]`` labels in {0, 1} or bool, broadcasting against `probs`.
       num_bins: the number of bins, an int >= 1.
       strategy: "uniform" (equal-width bins) or "quantile" (equal-count bins).
+      sample_weight: optional ``[*batch, n]`` non-negative weights: counts, positives and
+        probability mass are weighted sums (an integer weight w counts the sample w times,
+        quantile edges included), so the result can be bootstrapped.
 
     Returns:
       `ReliabilityTable` whose fields have shape ``[*batch, num_bins]``.
@@ -280,7 +325,7 @@ def reliability_table(
       Bayesian binning", Proc. AAAI, 2901-2907. Guo, Pleiss, Sun & Weinberger (2017), "On
       calibration of modern neural networks", Proc. ICML, 1321-1330.
     """
-    num_bins, arguments = _binning_inputs(probs, labels, num_bins, strategy)
+    num_bins, arguments = _binning_inputs(probs, labels, num_bins, strategy, sample_weight)
     return _table(*arguments, num_bins=num_bins, strategy=strategy)
 
 
@@ -291,6 +336,7 @@ def reliability_bins(
     num_bins: int = 10,
     strategy: BinningStrategy = "uniform",
     confidence: float = 0.95,
+    sample_weight: ArrayLike | None = None,
 ) -> ReliabilityBins:
     r"""`reliability_table` with a Wilson interval per bin and the bin edges, for diagrams.
 
@@ -314,6 +360,9 @@ def reliability_bins(
       labels: ``[*batch, n]`` labels in {0, 1} or bool, broadcasting against `probs`.
       num_bins: the number of bins, an int >= 1.
       strategy: "uniform" (equal-width bins) or "quantile" (equal-count bins).
+      sample_weight: optional ``[*batch, n]`` non-negative weights: counts, positives and
+        probability mass are weighted sums (an integer weight w counts the sample w times,
+        quantile edges included), so the result can be bootstrapped.
       confidence: the level of the per-bin intervals, in (0, 1).
 
     Returns:
@@ -333,7 +382,7 @@ def reliability_bins(
       Journal of the American Statistical Association 22:209-212.
     """
     z = intervals.normal_quantile(confidence)
-    num_bins, arguments = _binning_inputs(probs, labels, num_bins, strategy)
+    num_bins, arguments = _binning_inputs(probs, labels, num_bins, strategy, sample_weight)
     return _bins(*arguments, num_bins=num_bins, strategy=strategy, z=z)
 
 
@@ -344,6 +393,7 @@ def expected_calibration_error(
     num_bins: int = 15,
     strategy: BinningStrategy = "uniform",
     norm: CalibrationNorm = "l1",
+    sample_weight: ArrayLike | None = None,
 ) -> Array:
     r"""Expected calibration error: the gap between predicted probability and frequency, over bins.
 
@@ -368,6 +418,9 @@ def expected_calibration_error(
       labels: ``[*batch, n]`` labels in {0, 1} or bool, broadcasting against `probs`.
       num_bins: the number of bins, an int >= 1.
       strategy: "uniform" (equal-width bins) or "quantile" (equal-count bins).
+      sample_weight: optional ``[*batch, n]`` non-negative weights: counts, positives and
+        probability mass are weighted sums (an integer weight w counts the sample w times,
+        quantile edges included), so the result can be bootstrapped.
       norm: "l1" (the ECE), "l2" or "max" (the MCE).
 
     Returns:
@@ -388,5 +441,5 @@ def expected_calibration_error(
       calibration of modern neural networks", Proc. ICML, 1321-1330.
     """
     validation.check_option(norm, "norm", options_of(CalibrationNorm))
-    num_bins, arguments = _binning_inputs(probs, labels, num_bins, strategy)
+    num_bins, arguments = _binning_inputs(probs, labels, num_bins, strategy, sample_weight)
     return _ece(*arguments, num_bins=num_bins, strategy=strategy, norm=norm)
