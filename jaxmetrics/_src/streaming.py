@@ -16,6 +16,14 @@ NaN for every metric (and curve) of a state that ever saw one (-1 for a count su
 support), never a number computed without the bad batch. A `Mean` is poisoned by a NaN total
 instead.
 
+Multilabel: `BinnedCurve`, `ExactCurve` and binary `ConfusionState` take ``num_labels=L`` in
+``empty``: one state per label, stacked on a leading ``[L]`` axis of every leaf (the library's
+multilabel layout, scores and labels ``[L, n]``, as in `jaxmetrics.roc_auc`). They update from
+``[L, n]`` batches (weights ``[n]`` or ``[L, n]``), merge and psum as before, and `compute` gives
+every metric per label, with a leading ``[L]`` axis; its mean over that axis is the "macro"
+average. Bad batches are then refused and counted label by label: a bad score or label in row l
+poisons label l only, a bad weight shared by the labels (``[n]``) every label.
+
 Float weights give float counts: a state created with int32 counts (the default, exact) is
 promoted to float on its first float-weighted update (create it with ``dtype=jnp.float32`` to
 keep one type through a `lax.scan`). With x64 on, results are float64.
@@ -43,9 +51,12 @@ from jaxmetrics._src.streaming_curves import BinnedCurve
 from jaxmetrics._src.streaming_state import (
     accumulate,
     add_states,
-    check_one_batch,
+    check_batch,
+    check_num_labels,
     check_same_config,
     is_bad,
+    label_shape,
+    per_label,
     state_class,
     static_field,
 )
@@ -68,16 +79,25 @@ class ConfusionState:
               \mathrm{recall} = \frac{TP}{TP + FN}, \quad
               F_1 = \frac{2\,TP}{2\,TP + FP + FN}
 
+    Multilabel (binary only): ``ConfusionState.empty(thresholds=..., num_labels=L)`` holds the
+    counts of each label, ``[L, T]``, updated with scores and labels ``[L, n]`` (the library's
+    multilabel layout) and a `sample_weight` ``[n]`` or ``[L, n]``; they equal
+    ``jaxmetrics.confusion_counts(scores, labels, thresholds)``. `compute` gives ``[L, T]``
+    rates; ``result["f1"].mean(0)`` is the macro F1 at each threshold.
+
     Conventions: undefined rates are NaN. Float weights are counted in float, never truncated.
     Bad values in `update` raise `ValueError` eagerly; under `jax.jit` the batch is not added
     but counted in ``num_bad_batches``, and `compute` is then NaN throughout (the support -1).
+    A multilabel state does this label by label: a bad score or label in row l refuses and
+    poisons label l only; a bad shared ``[n]`` weight belongs to every label's batch.
 
     Attributes:
-      counts: binary, `Counts` of shape ``[T]``; multiclass, the ``[C, C]`` confusion matrix
-        (rows true classes).
-      num_bad_batches: int32, the batches refused under `jax.jit`.
+      counts: binary, `Counts` of shape ``[T]`` (``[L, T]`` multilabel); multiclass, the
+        ``[C, C]`` confusion matrix (rows true classes).
+      num_bad_batches: int32, the batches refused under `jax.jit`, a scalar (``[L]``).
       thresholds: binary, the thresholds as a tuple of floats (static); else None.
       num_classes: multiclass, the number of classes C (static); else None.
+      num_labels: the number of labels L of a multilabel binary state (static); else None.
 
     Examples:
       >>> from jaxmetrics import streaming
@@ -92,10 +112,11 @@ class ConfusionState:
       (0.6556, 0.6667)
     """
 
-    counts: Counts | Array  # Counts [T] (binary) or a [C, C] matrix
+    counts: Counts | Array  # Counts [T] (binary), [L, T] (multilabel) or a [C, C] matrix
     num_bad_batches: Array
     thresholds: tuple | None = static_field(default=None)
     num_classes: int | None = static_field(default=None)
+    num_labels: int | None = static_field(default=None)
 
     @classmethod
     def empty(
@@ -104,6 +125,7 @@ class ConfusionState:
         thresholds: ArrayLike | None = None,
         num_classes: int | None = None,
         dtype: DTypeLike = jnp.int32,
+        num_labels: int | None = None,
     ) -> ConfusionState:
         """An empty state: give either `thresholds` (binary) or `num_classes` (multiclass).
 
@@ -112,22 +134,34 @@ class ConfusionState:
           num_classes: multiclass: the number of classes C, an int >= 2 (static).
           dtype: of the counts: int32 counts exactly; float weights promote the counts to float
             on update (start with float32 to keep one type through a `jax.lax.scan`).
+          num_labels: binary only: the number of labels L of a multilabel state (an int >= 1,
+            static), counts ``[L, T]``. None (the default): one label.
 
         Returns:
           An empty `ConfusionState`.
         """
         if (thresholds is None) == (num_classes is None):
             raise ValueError("give either `thresholds` (binary) or `num_classes` (multiclass).")
-        no_bad_batches = jnp.zeros((), jnp.int32)
         if num_classes is not None:
+            if num_labels is not None:
+                raise ValueError(
+                    "`num_labels` is for binary states (`thresholds`), not multiclass ones; got "
+                    f"num_labels={num_labels!r} with num_classes={num_classes!r}."
+                )
             num_classes = validation.check_count(num_classes, "num_classes", minimum=2)
             matrix = jnp.zeros((num_classes, num_classes), dtype)
-            return cls(matrix, no_bad_batches, None, num_classes)
+            return cls(matrix, jnp.zeros((), jnp.int32), None, num_classes)
+        num_labels = check_num_labels(num_labels)
         grid = tuple(np.asarray(thresholds, np.float32).reshape(-1).tolist())
-        zeros = jnp.zeros(len(grid), dtype)
-        return cls(Counts(zeros, zeros, zeros, zeros), no_bad_batches, grid, None)
+        zeros = jnp.zeros((*label_shape(num_labels), len(grid)), dtype)
+        no_bad_batches = jnp.zeros(label_shape(num_labels), jnp.int32)
+        return cls(Counts(zeros, zeros, zeros, zeros), no_bad_batches, grid, None, num_labels)
 
     def _add_counts(self, counts: Counts | Array) -> ConfusionState:
+        """Add a batch's counts (``[L, T]`` of a multilabel state: label by label)."""
+        return per_label(ConfusionState._add_label_counts, self, counts)
+
+    def _add_label_counts(self, counts: Counts | Array) -> ConfusionState:
         bad = is_bad(counts)
         added = jax.tree_util.tree_map(
             lambda total, new: accumulate(total, new, bad), self.counts, counts
@@ -146,15 +180,20 @@ class ConfusionState:
         """Add one batch.
 
         Args:
-          predictions: ``[n]`` scores (binary) or predicted class indices (multiclass).
-          labels: ``[n]`` labels in {0, 1} (binary) or true class indices (multiclass).
-          sample_weight: optional ``[n]`` non-negative weights.
+          predictions: ``[n]`` scores (binary) or predicted class indices (multiclass); ``[L, n]``
+            scores for a multilabel state.
+          labels: ``[n]`` labels in {0, 1} (binary) or true class indices (multiclass); ``[L, n]``
+            for a multilabel state.
+          sample_weight: optional ``[n]`` non-negative weights; a multilabel state also takes
+            ``[L, n]``.
 
         Returns:
           The updated state. Bad values raise `ValueError` eagerly; under `jax.jit` the batch is
-          counted in ``num_bad_batches`` instead of added.
+          counted in ``num_bad_batches`` instead of added (label by label when multilabel).
         """
-        check_one_batch(predictions, "predictions")
+        check_batch(
+            self.num_labels, predictions=predictions, labels=labels, sample_weight=sample_weight
+        )
         if self.num_classes is not None:
             matrix = multiclass.confusion_matrix(
                 predictions, labels, num_classes=self.num_classes, sample_weight=sample_weight
@@ -173,12 +212,12 @@ class ConfusionState:
         """The rates of the samples seen.
 
         Returns:
-          Binary: a dict of ``[T]`` arrays "precision", "recall", "f1" and "accuracy".
-          Multiclass: the fields of `jaxmetrics.ClassificationReport` as a dict: "precision",
-          "recall", "f1" and "support" (``[C]``), "accuracy" (a scalar), and "macro",
-          "weighted" and "micro", each a dict of "precision", "recall" and "f1".
+          Binary: a dict of ``[T]`` arrays "precision", "recall", "f1" and "accuracy" (``[L, T]``
+          for a multilabel state). Multiclass: the fields of `jaxmetrics.ClassificationReport`
+          as a dict: "precision", "recall", "f1" and "support" (``[C]``), "accuracy" (a scalar),
+          and "macro", "weighted" and "micro", each a dict of "precision", "recall" and "f1".
         """
-        bad = self.num_bad_batches > 0
+        bad = self.num_bad_batches > 0  # [] or, multilabel, [L]: it marks its labels' rows
         if self.num_classes is None:
             c = self.counts
             result = {
@@ -266,7 +305,8 @@ class Collection:
     `jaxmetrics.confusion_counts` call on the union of their thresholds: one sort of the batch
     for all. Other members are updated individually, except a `Mean`, which needs per-sample
     values of its own (`update_mean`). Merge merges member by member. Bad input follows the
-    members' rules.
+    members' rules. Multilabel members (``num_labels=L``) are updated together from ``[L, n]``
+    batches; all members but the `Mean` ones must then share `num_labels`.
 
     Attributes:
       states: a dict of member states by name.
@@ -290,8 +330,16 @@ class Collection:
     def update(
         self, scores: ArrayLike, labels: ArrayLike, *, sample_weight: ArrayLike | None = None
     ) -> Collection:
-        """Add one batch ``[n]`` to every member but the `Mean` ones."""
-        check_one_batch(scores, "scores")
+        """Add one batch (``[L, n]`` for multilabel members) to every member but the `Mean` ones."""
+        label_counts = {
+            getattr(state, "num_labels", None)
+            for state in self.states.values()
+            if not isinstance(state, Mean)
+        }
+        if len(label_counts) > 1:
+            found = sorted(label_counts, key=str)
+            raise ValueError(f"the members of a `Collection` must share `num_labels`; got {found}.")
+        check_batch(next(iter(label_counts), None), scores=scores, labels=labels)
         thresholded = {
             name: state
             for name, state in self.states.items()
@@ -307,7 +355,7 @@ class Collection:
             )
             for (name, state), grid in zip(thresholded.items(), grids):
                 index = jnp.asarray(np.searchsorted(union, grid))
-                updated[name] = state._add_counts(Counts(*(c[index] for c in counts)))
+                updated[name] = state._add_counts(Counts(*(c[..., index] for c in counts)))
         for name, state in self.states.items():
             if name not in thresholded:
                 if isinstance(state, Mean):

@@ -1,8 +1,8 @@
 """Streaming ranking curves: `BinnedCurve` (counts at a threshold grid, merged by addition) and
 `ExactCurve` (a fixed-capacity buffer of the samples, exact metrics).
 
-The state machinery and the rules for bad batches are `streaming_state`'s; see `streaming` for
-the overview.
+The state machinery and the rules for bad batches and multilabel states are `streaming_state`'s;
+see `streaming` for the overview.
 """
 
 from __future__ import annotations
@@ -20,9 +20,12 @@ from jaxmetrics._src.counts import Counts, safe_divide
 from jaxmetrics._src.streaming_state import (
     accumulate,
     add_states,
-    check_one_batch,
+    check_batch,
+    check_num_labels,
     check_same_config,
     is_bad,
+    label_shape,
+    per_label,
     state_class,
     static_field,
 )
@@ -51,18 +54,29 @@ class BinnedCurve:
     can bend anywhere within its rectangle. A grid at the quantiles of the scores
     (`from_quantiles`) keeps the bins, and so the bound, small wherever the data are.
 
+    Multilabel: ``BinnedCurve.empty(..., num_labels=L)`` is one curve per label on a shared
+    grid, every leaf with a leading ``[L]`` axis. It is updated with scores and labels
+    ``[L, n]`` (the library's multilabel layout, `jaxmetrics.roc_auc`'s with ``average=None``)
+    and a `sample_weight` ``[n]`` or ``[L, n]``, merges and psums the same way, and `compute`
+    gives per-label values: ``result["roc_auc"]`` is ``[L]`` and equals
+    ``jaxmetrics.roc_auc(scores, labels)`` on a grid holding every score;
+    ``result["roc_auc"].mean()`` is ``average="macro"`` (NaN when a label is undefined).
+
     Conventions: predicted positive iff ``score >= threshold``; tied scores share a bin. With
     one class only, the AUC, its bound and the AP are NaN. Bad values in `update` raise
     `ValueError` eagerly; under `jax.jit` the batch is not added but counted in
-    ``num_bad_batches``, and `compute` is then NaN throughout (the thresholds excepted).
+    ``num_bad_batches``, and `compute` is then NaN throughout (the thresholds excepted). A
+    multilabel state does this label by label: a bad score or label in row l refuses and
+    poisons label l only; a bad shared ``[n]`` weight belongs to every label's batch.
 
     Attributes:
-      tp: ``[T]`` positives (summed weights) scoring ``>= thresholds[k]``.
-      fp: ``[T]`` negatives scoring ``>= thresholds[k]``.
-      total_positive: the positives seen.
-      total_negative: the negatives seen.
-      num_bad_batches: int32, the batches refused under `jax.jit`.
-      thresholds: the increasing grid, a tuple of floats (static).
+      tp: ``[T]`` (``[L, T]``) positives (summed weights) scoring ``>= thresholds[k]``.
+      fp: ``[T]`` (``[L, T]``) negatives scoring ``>= thresholds[k]``.
+      total_positive: the positives seen, a scalar (``[L]``).
+      total_negative: the negatives seen, a scalar (``[L]``).
+      num_bad_batches: int32, the batches refused under `jax.jit`, a scalar (``[L]``).
+      thresholds: the increasing grid, a tuple of floats (static), shared by the labels.
+      num_labels: the number of labels L of a multilabel state (static); None for one label.
 
     Examples:
       >>> from jaxmetrics import streaming
@@ -72,6 +86,11 @@ class BinnedCurve:
       >>> result = state.compute()  # the exact AUC is 7/9: 0.61 < 0.65 share the bin [0.6, 0.7)
       >>> round(float(result["roc_auc"]), 4), round(float(result["roc_auc_max_error"]), 4)
       (0.8333, 0.0556)
+      >>> multilabel = streaming.BinnedCurve.empty(11, num_labels=2)  # scores, labels [2, n]
+      >>> multilabel = multilabel.update([[0.92, 0.65, 0.33], [0.1, 0.8, 0.4]],
+      ...                                [[1, 0, 1], [0, 1, 1]])
+      >>> [round(float(auc), 4) for auc in multilabel.compute()["roc_auc"]]
+      [0.5, 1.0]
     """
 
     tp: Array
@@ -80,6 +99,7 @@ class BinnedCurve:
     total_negative: Array
     num_bad_batches: Array
     thresholds: tuple = static_field()
+    num_labels: int | None = static_field(default=None)
 
     @classmethod
     def empty(
@@ -90,6 +110,7 @@ class BinnedCurve:
         low: float = 0.0,
         high: float = 1.0,
         dtype: DTypeLike = jnp.int32,
+        num_labels: int | None = None,
     ) -> BinnedCurve:
         """A state with no samples, on `num_thresholds` equally spaced in [low, high].
 
@@ -101,6 +122,8 @@ class BinnedCurve:
           dtype: of the counts: int32 counts exactly (unweighted or integer weights); float
             weights promote the counts to float on update (start with float32 to keep one type
             through a `jax.lax.scan`).
+          num_labels: the number of labels L of a multilabel state (an int >= 1, static): one
+            curve per label, leaves with a leading ``[L]`` axis. None (the default): one label.
 
         Returns:
           An empty `BinnedCurve`.
@@ -113,14 +136,17 @@ class BinnedCurve:
             grid = np.unique(np.asarray(thresholds, np.float32).reshape(-1))
             if grid.size < 1 or not np.isfinite(grid).all():
                 raise ValueError("`thresholds` must be a non-empty set of finite numbers.")
-        zeros = jnp.zeros(grid.size, dtype)
+        num_labels = check_num_labels(num_labels)
+        per_label_shape = label_shape(num_labels)
+        zeros = jnp.zeros((*per_label_shape, grid.size), dtype)
         return cls(
             zeros,
             zeros,
-            jnp.zeros((), dtype),
-            jnp.zeros((), dtype),
-            jnp.zeros((), jnp.int32),
+            jnp.zeros(per_label_shape, dtype),
+            jnp.zeros(per_label_shape, dtype),
+            jnp.zeros(per_label_shape, jnp.int32),
             tuple(grid.tolist()),
+            num_labels,
         )
 
     @classmethod
@@ -129,7 +155,8 @@ class BinnedCurve:
     ) -> BinnedCurve:
         """An empty state on a grid at the quantiles of a first batch of scores.
 
-        Call it eagerly, not under `jax.jit` (the grid is static). `options` go to `empty`.
+        Call it eagerly, not under `jax.jit` (the grid is static). `options` go to `empty`. The
+        quantiles of multilabel scores ``[L, n]`` are those of all labels' scores pooled.
         """
         scores = np.asarray(scores, np.float32).reshape(-1)
         levels = np.linspace(0, 1, num_thresholds)
@@ -141,36 +168,41 @@ class BinnedCurve:
         return jnp.asarray(self.thresholds, jnp.float32)
 
     def _add_counts(self, counts: Counts) -> BinnedCurve:
+        """Add a batch's counts at the grid, ``[T]`` (``[L, T]``: label by label)."""
+        return per_label(BinnedCurve._add_label_counts, self, counts)
+
+    def _add_label_counts(self, counts: Counts) -> BinnedCurve:
         bad = is_bad(counts)
-        return BinnedCurve(
-            accumulate(self.tp, counts.tp, bad),
-            accumulate(self.fp, counts.fp, bad),
-            accumulate(self.total_positive, counts.tp[0] + counts.fn[0], bad),
-            accumulate(self.total_negative, counts.fp[0] + counts.tn[0], bad),
-            self.num_bad_batches + bad.astype(jnp.int32),
-            self.thresholds,
+        return dataclasses.replace(
+            self,
+            tp=accumulate(self.tp, counts.tp, bad),
+            fp=accumulate(self.fp, counts.fp, bad),
+            total_positive=accumulate(self.total_positive, counts.tp[0] + counts.fn[0], bad),
+            total_negative=accumulate(self.total_negative, counts.fp[0] + counts.tn[0], bad),
+            num_bad_batches=self.num_bad_batches + bad.astype(jnp.int32),
         )
 
     def update(
         self, scores: ArrayLike, labels: ArrayLike, *, sample_weight: ArrayLike | None = None
     ) -> BinnedCurve:
-        """Add one batch: one sort of the batch, then a binary search per threshold.
+        """Add one batch: one sort of the batch (of each label), then a binary search per threshold.
 
         Args:
-          scores: ``[n]`` real scores.
-          labels: ``[n]`` labels in {0, 1} or bool.
-          sample_weight: optional ``[n]`` non-negative weights.
+          scores: ``[n]`` real scores; ``[L, n]`` for a multilabel state.
+          labels: ``[n]`` labels in {0, 1} or bool; ``[L, n]`` for a multilabel state.
+          sample_weight: optional ``[n]`` non-negative weights; a multilabel state also takes
+            ``[L, n]``.
 
         Returns:
           The updated state. Bad values raise `ValueError` eagerly; under `jax.jit` the batch is
-          counted in ``num_bad_batches`` instead of added.
+          counted in ``num_bad_batches`` instead of added (label by label when multilabel).
         """
-        check_one_batch(scores, "scores")
+        check_batch(self.num_labels, scores=scores, labels=labels, sample_weight=sample_weight)
         counts = counts_lib.confusion_counts(scores, labels, self.grid, sample_weight=sample_weight)
         return self._add_counts(counts)
 
     def merge(self, other: BinnedCurve) -> BinnedCurve:
-        """The state of both states' samples (addition); the grids must be equal."""
+        """The state of both states' samples (addition); grids and `num_labels` must be equal."""
         check_same_config(self, other, "BinnedCurve")
         return add_states(self, other)
 
@@ -180,8 +212,17 @@ class BinnedCurve:
         Returns:
           A dict: "roc_auc", "roc_auc_max_error" and "average_precision" (scalars); "fpr",
           "tpr" and "thresholds" (``[T + 2]``, from the highest threshold down: ``+inf``, the
-          grid, ``-inf``); "precision" (``[T + 2]``, 1 at ``+inf``).
+          grid, ``-inf``); "precision" (``[T + 2]``, 1 at ``+inf``). A multilabel state gives
+          every value but "thresholds" (shared by the labels) per label: ``[L]`` and
+          ``[L, T + 2]``.
         """
+        result = per_label(BinnedCurve._label_metrics, self)
+        result["thresholds"] = jnp.concatenate(
+            [jnp.full(1, jnp.inf), self.grid[::-1], jnp.full(1, -jnp.inf)]
+        )
+        return result
+
+    def _label_metrics(self) -> dict[str, Array]:
         dtype = validation.float_dtype()
         p = self.total_positive.astype(dtype)
         n = self.total_negative.astype(dtype)
@@ -196,7 +237,7 @@ class BinnedCurve:
         ap = (rise * precision).sum()
         one_class = (p == 0) | (n == 0)
         nan = jnp.nan
-        result = validation.nan_where(
+        return validation.nan_where(
             self.num_bad_batches > 0,
             {
                 "roc_auc": jnp.where(one_class, nan, auc),
@@ -207,10 +248,6 @@ class BinnedCurve:
                 "precision": jnp.concatenate([jnp.ones(1, dtype), precision]),
             },
         )
-        result["thresholds"] = jnp.concatenate(
-            [jnp.full(1, jnp.inf), self.grid[::-1], jnp.full(1, -jnp.inf)]
-        )
-        return result
 
 
 @state_class
@@ -223,18 +260,28 @@ class ExactCurve:
     (NaN with one class). Merge appends the other buffer; across devices gather the buffers
     (``jax.lax.all_gather``) rather than psum them.
 
+    Multilabel: ``ExactCurve.empty(capacity, num_labels=L)`` is one buffer per label (of
+    `capacity` samples each), every leaf with a leading ``[L]`` axis. It is updated with scores
+    and labels ``[L, n]`` (the library's multilabel layout) and a `sample_weight` ``[n]`` or
+    ``[L, n]``; merge appends label by label; `compute` gives ``[L]`` values equal to
+    ``jaxmetrics.roc_auc(scores, labels)`` and ``jaxmetrics.average_precision(scores,
+    labels)`` on the samples stored, and ``result["roc_auc"].mean()`` is ``average="macro"``.
+
     Conventions: when more samples arrive than fit, the extra ones are dropped and
     ``overflowed`` is set; `compute` then gives NaN metrics rather than a number computed on
     part of the data. Bad values in `update` raise `ValueError` eagerly; under `jax.jit` the
-    batch is not stored but counted in ``num_bad_batches``, which also makes `compute` NaN.
+    batch is not stored but counted in ``num_bad_batches``, which also makes `compute` NaN. A
+    multilabel state does this label by label: a bad score or label in row l refuses and
+    poisons label l only; a bad shared ``[n]`` weight belongs to every label's batch.
 
     Attributes:
-      scores: ``[capacity]`` the stored scores (float32, float64 under x64).
-      labels: ``[capacity]`` int32 labels.
-      weights: ``[capacity]`` float weights.
-      count: int32, the number of slots filled.
-      overflowed: bool, True once a sample was dropped for want of room.
-      num_bad_batches: int32, the batches refused under `jax.jit`.
+      scores: ``[capacity]`` (``[L, capacity]``) the stored scores (float32, float64 under x64).
+      labels: ``[capacity]`` (``[L, capacity]``) int32 labels.
+      weights: ``[capacity]`` (``[L, capacity]``) float weights.
+      count: int32, the number of slots filled, a scalar (``[L]``).
+      overflowed: bool, True once a sample was dropped for want of room, a scalar (``[L]``).
+      num_bad_batches: int32, the batches refused under `jax.jit`, a scalar (``[L]``).
+      num_labels: the number of labels L of a multilabel state (static); None for one label.
 
     Examples:
       >>> from jaxmetrics import streaming
@@ -252,19 +299,28 @@ class ExactCurve:
     count: Array
     overflowed: Array
     num_bad_batches: Array
+    num_labels: int | None = static_field(default=None)
 
     @classmethod
-    def empty(cls, capacity: int) -> ExactCurve:
-        """An empty buffer for `capacity` samples (a positive int, static)."""
+    def empty(cls, capacity: int, *, num_labels: int | None = None) -> ExactCurve:
+        """An empty buffer for `capacity` samples (a positive int, static).
+
+        With `num_labels` L (an int >= 1, static), a multilabel state: one buffer of `capacity`
+        samples per label, leaves with a leading ``[L]`` axis. None (the default): one label.
+        """
         capacity = validation.check_count(capacity, "capacity")
+        num_labels = check_num_labels(num_labels)
+        per_label_shape = label_shape(num_labels)
+        buffer_shape = (*per_label_shape, capacity)
         dtype = validation.float_dtype()
         return cls(
-            jnp.zeros(capacity, dtype),
-            jnp.zeros(capacity, jnp.int32),
-            jnp.zeros(capacity, dtype),
-            jnp.zeros((), jnp.int32),
-            jnp.zeros((), bool),
-            jnp.zeros((), jnp.int32),
+            jnp.zeros(buffer_shape, dtype),
+            jnp.zeros(buffer_shape, jnp.int32),
+            jnp.zeros(buffer_shape, dtype),
+            jnp.zeros(per_label_shape, jnp.int32),
+            jnp.zeros(per_label_shape, bool),
+            jnp.zeros(per_label_shape, jnp.int32),
+            num_labels,
         )
 
     @property
@@ -273,6 +329,7 @@ class ExactCurve:
         return self.scores.shape[-1]
 
     def _append(self, scores: Array, labels: Array, weights: Array, size: Array) -> ExactCurve:
+        """Append the first `size` samples of 1-D arrays to a single-label buffer."""
         position = jnp.arange(self.capacity, dtype=jnp.int32)
         source = position - self.count
         incoming = (source >= 0) & (source < size)
@@ -292,27 +349,34 @@ class ExactCurve:
         """Append one batch.
 
         Args:
-          scores: ``[n]`` real scores.
-          labels: ``[n]`` labels in {0, 1} or bool.
-          sample_weight: optional ``[n]`` non-negative weights.
+          scores: ``[n]`` real scores; ``[L, n]`` for a multilabel state.
+          labels: ``[n]`` labels in {0, 1} or bool; ``[L, n]`` for a multilabel state.
+          sample_weight: optional ``[n]`` non-negative weights; a multilabel state also takes
+            ``[L, n]``.
 
         Returns:
           The updated state. Bad values raise `ValueError` eagerly; under `jax.jit` the batch is
-          counted in ``num_bad_batches`` and not stored.
+          counted in ``num_bad_batches`` and not stored (label by label when multilabel).
         """
-        check_one_batch(scores, "scores")
+        check_batch(self.num_labels, scores=scores, labels=labels, sample_weight=sample_weight)
         scores, labels, weights, invalid = validation.binary_inputs(scores, labels, sample_weight)
+        scores, labels = jnp.asarray(scores), jnp.asarray(labels)
+        # one weight per sample is every label's weight of that sample
         weights = jnp.ones(scores.shape, self.weights.dtype) if weights is None else weights
-        size = jnp.where(invalid, 0, scores.shape[0]).astype(jnp.int32)
-        appended = self._append(
-            jnp.asarray(scores), jnp.asarray(labels), jnp.asarray(weights), size
-        )
+        weights = jnp.broadcast_to(jnp.asarray(weights), scores.shape)
+        invalid = jnp.asarray(invalid)  # [] or [L]: the labels whose batch is refused
+        size = jnp.where(invalid, 0, scores.shape[-1]).astype(jnp.int32)
+        appended = per_label(ExactCurve._append, self, scores, labels, weights, size)
         return dataclasses.replace(
-            appended, num_bad_batches=self.num_bad_batches + jnp.asarray(invalid, jnp.int32)
+            appended, num_bad_batches=self.num_bad_batches + invalid.astype(jnp.int32)
         )
 
     def merge(self, other: ExactCurve) -> ExactCurve:
-        """The buffer of both states' samples (overflow-checked, like `update`)."""
+        """The buffer of both states' samples (overflow-checked, like `update`; label by label)."""
+        check_same_config(self, other, "ExactCurve")
+        return per_label(ExactCurve._merge_label, self, other)
+
+    def _merge_label(self, other: ExactCurve) -> ExactCurve:
         merged = self._append(other.scores, other.labels, other.weights, other.count)
         return dataclasses.replace(
             merged,
@@ -325,9 +389,10 @@ class ExactCurve:
 
         Returns:
           A dict: "roc_auc" and "average_precision" (scalars, NaN after an overflow or a bad
-          batch), "count" (int32) and "overflowed" (bool).
+          batch), "count" (int32) and "overflowed" (bool); each ``[L]`` for a multilabel state.
         """
-        filled = jnp.arange(self.capacity) < self.count
+        # the batched engine: a multilabel state's buffers [L, capacity] are L batch rows
+        filled = jnp.arange(self.capacity) < self.count[..., None]
         weights = jnp.where(filled, self.weights, 0.0)
         auc = ranking.roc_auc(self.scores, self.labels, sample_weight=weights)
         ap = ranking.average_precision(self.scores, self.labels, sample_weight=weights)

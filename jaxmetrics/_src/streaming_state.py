@@ -1,18 +1,24 @@
-"""The machinery shared by the streaming states: pytree registration, merging, bad batches.
+"""The machinery shared by the streaming states: pytree registration, merging, bad batches, labels.
 
 A state is a frozen dataclass registered as a pytree, its configuration in static fields (see
 `static_field`) so that its array leaves are exactly the things that add up. A bad batch under
 jit is not added (`accumulate`) but counted, and `compute` turns that count into NaN.
+
+A multilabel state (static ``num_labels`` L) is L single-label states stacked on a leading
+``[L]`` axis of every leaf; `per_label` runs code written for one label on all of them.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmetrics._src import validation
 from jaxmetrics._src.counts import Counts
 from jaxmetrics._src.typing import Array, ArrayLike
 
@@ -46,9 +52,54 @@ def accumulate(total: Array, new: Array, skip: Array) -> Array:
     return total.astype(dtype) + jnp.where(skip, jnp.zeros((), dtype), new.astype(dtype))
 
 
-def check_one_batch(values: ArrayLike, name: str) -> None:
-    if np.ndim(values) != 1:
-        raise ValueError(f"`{name}` must be one batch [n]; got shape {np.shape(values)}.")
+def check_num_labels(num_labels: int | None) -> int | None:
+    """None (a single-label state) or the number of labels L, an int >= 1."""
+    return None if num_labels is None else validation.check_count(num_labels, "num_labels")
+
+
+def label_shape(num_labels: int | None) -> tuple[int, ...]:
+    """The leading shape of a state's per-label leaves: () for one label, (L,) for L labels."""
+    return () if num_labels is None else (num_labels,)
+
+
+def check_batch(num_labels: int | None, **arrays: ArrayLike | None) -> None:
+    """The shapes of one batch: ``[n]`` for a single-label state, ``[L, n]`` for a multilabel one.
+
+    A multilabel state's `sample_weight` may also be ``[n]``: one weight per sample, shared by
+    its L labels. Shapes are static, so this raises under `jax.jit` too. The sample axes are
+    compared later, by the engine.
+    """
+    for name, values in arrays.items():
+        if values is None:
+            continue
+        shape = tuple(np.shape(values))
+        if num_labels is None:
+            if len(shape) != 1:
+                raise ValueError(f"`{name}` must be one batch [n]; got shape {shape}.")
+        elif len(shape) != 2 or shape[0] != num_labels:
+            if name == "sample_weight" and len(shape) == 1:
+                continue
+            expected = "[n] or [L, n]" if name == "sample_weight" else "[L, n]"
+            raise ValueError(
+                f"`{name}` must be one multilabel batch {expected} with L = `num_labels` = "
+                f"{num_labels}; got shape {shape}."
+            )
+
+
+def per_label(function: Callable[..., Any], state: Any, *args: Any) -> Any:
+    """`function(state, *args)`, written for a single-label state, run on each label of `state`.
+
+    A single-label state (``num_labels`` None) is passed as it is. A multilabel one is L states
+    stacked on the leading axis of its leaves: `function` runs under `jax.vmap` over that axis
+    of the state and of every leaf of `args`, seeing one label's state at a time, and a state it
+    returns comes back multilabel.
+    """
+    if state.num_labels is None:
+        return function(state, *args)
+    result = jax.vmap(function)(dataclasses.replace(state, num_labels=None), *args)
+    if isinstance(result, type(state)):
+        result = dataclasses.replace(result, num_labels=state.num_labels)
+    return result
 
 
 def check_same_config(first, second, name: str) -> None:
