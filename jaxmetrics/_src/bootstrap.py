@@ -401,9 +401,19 @@ def bootstrap(
             num_left_out,
             per_call,
         )
+    else:
+        jackknife = None
+    return _summary(samples, estimate, jackknife, alpha, method=method)
+
+
+@functools.partial(jax.jit, static_argnames=("method",))
+def _summary(samples, estimate, jackknife, alpha, *, method) -> BootstrapResult:
+    """Interval and standard error from the resampled values, in one compiled program (free of
+    host callbacks, so JAX's persistent cache keeps it between runs of the command line)."""
+    if method == "bca":
         levels = _bca_levels(samples, estimate, jackknife, alpha)
     else:
-        levels = jnp.broadcast_to(jnp.asarray([alpha, 1 - alpha]), estimate.shape + (2,))
+        levels = jnp.broadcast_to(jnp.stack([alpha, 1 - alpha]), estimate.shape + (2,))
         levels = jnp.moveaxis(levels, -1, 0)
     low = _nan_quantile(samples, levels[0])
     high = _nan_quantile(samples, levels[1])

@@ -104,7 +104,9 @@ class Ranked(NamedTuple):
 
     @property
     def is_group_start(self) -> Array:
-        return jnp.concatenate([jnp.ones(1, bool), self.scores[1:] != self.scores[:-1]])
+        # from the group starts, not by comparing neighbours of `scores`: a kernel that needs no
+        # sorted score then never gathers them (a random gather of n floats, measured ~20% of AP)
+        return self.group_start == jnp.arange(self.group_start.shape[-1], dtype=jnp.int32)
 
 
 def rank(scores: Array) -> Ranked:
