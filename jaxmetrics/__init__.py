@@ -42,6 +42,19 @@ from jaxmetrics._src.multiclass_ranking import (
 )
 from jaxmetrics._src.multiclass_ranking import multiclass_roc_auc as multiclass_roc_auc
 from jaxmetrics._src.multiclass_ranking import top_k_accuracy as top_k_accuracy
+from jaxmetrics._src.operating_points import OperatingPoint as OperatingPoint
+from jaxmetrics._src.operating_points import RocBand as RocBand
+from jaxmetrics._src.operating_points import (
+    closest_to_corner_threshold as closest_to_corner_threshold,
+)
+from jaxmetrics._src.operating_points import roc_band as roc_band
+from jaxmetrics._src.operating_points import (
+    sensitivity_at_specificity as sensitivity_at_specificity,
+)
+from jaxmetrics._src.operating_points import (
+    specificity_at_sensitivity as specificity_at_sensitivity,
+)
+from jaxmetrics._src.operating_points import youden_threshold as youden_threshold
 from jaxmetrics._src.paired import PairedDifference as PairedDifference
 from jaxmetrics._src.paired import paired_difference as paired_difference
 from jaxmetrics._src.ranking import average_precision as average_precision
@@ -86,10 +99,12 @@ __all__ = [
     "Counts",
     "DeLong",
     "DeLongTest",
+    "OperatingPoint",
     "PairedDifference",
     "PrCurve",
     "ReliabilityBins",
     "ReliabilityTable",
+    "RocBand",
     "RocCurve",
     "ThresholdChoice",
     "accuracy",
@@ -103,6 +118,7 @@ __all__ = [
     "budget_threshold",
     "classification_report",
     "clopper_pearson_interval",
+    "closest_to_corner_threshold",
     "cohen_kappa",
     "confusion_counts",
     "confusion_matrix",
@@ -143,11 +159,15 @@ __all__ = [
     "reliability_table",
     "resample_weights",
     "roc_auc",
+    "roc_band",
     "roc_curve",
     "root_mean_squared_error",
     "safe_divide",
+    "sensitivity_at_specificity",
     "specificity",
+    "specificity_at_sensitivity",
     "streaming",
     "top_k_accuracy",
     "wilson_interval",
+    "youden_threshold",
 ]

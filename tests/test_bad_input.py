@@ -196,6 +196,11 @@ CASES = {
     "average_precision_at_k": Case(lambda s, y, w: jm.average_precision_at_k(s, y, k=4, sample_weight=w), "query"),
     "r_precision": Case(lambda s, y, w: jm.r_precision(s, y, sample_weight=w), "query"),
     "query_mean": Case(lambda v, w: jm.query_mean(v, sample_weight=w), "values", bad=("sample_weight",)),
+    "youden_threshold": Case(lambda s, y, w: jm.youden_threshold(s, y, sample_weight=w), "binary"),
+    "closest_to_corner_threshold": Case(lambda s, y, w: jm.closest_to_corner_threshold(s, y, sample_weight=w), "binary"),
+    "sensitivity_at_specificity": Case(lambda s, y, w: jm.sensitivity_at_specificity(s, y, min_specificity=0.6, sample_weight=w), "binary"),
+    "specificity_at_sensitivity": Case(lambda s, y, w: jm.specificity_at_sensitivity(s, y, min_sensitivity=0.6, sample_weight=w), "binary"),
+    "roc_band": Case(lambda s, y: jm.roc_band(s, y, specificities=[0.5, 0.8], key=KEY, num_resamples=16), "scores_labels", unbatched=("labels",), row=lambda r, i: r._replace(sensitivity=r.sensitivity[i], low=r.low[i], high=r.high[i]), select=lambda r: r[1:]),
     "budget_threshold": Case(lambda s: jm.budget_threshold(s, k=3), "scores"),
     # calibration and regression
     "brier_score": Case(lambda p, y, w: jm.brier_score(p, y, sample_weight=w), "probs"),

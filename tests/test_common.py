@@ -56,6 +56,10 @@ METRICS = {
     "max_f_beta": Metric(jm.max_f_beta, score_valued=("threshold",)),
     "recall_at_precision": Metric(functools.partial(jm.recall_at_precision, min_precision=0.6), score_valued=("threshold",)),
     "precision_at_recall": Metric(functools.partial(jm.precision_at_recall, min_recall=0.6), score_valued=("threshold",)),
+    "youden_threshold": Metric(jm.youden_threshold, score_valued=("threshold",)),
+    "closest_to_corner_threshold": Metric(jm.closest_to_corner_threshold, score_valued=("threshold",)),
+    "sensitivity_at_specificity": Metric(functools.partial(jm.sensitivity_at_specificity, min_specificity=0.7), score_valued=("threshold",)),
+    "specificity_at_sensitivity": Metric(functools.partial(jm.specificity_at_sensitivity, min_sensitivity=0.7), score_valued=("threshold",)),
     "min_expected_cost": Metric(functools.partial(jm.min_expected_cost, cost_fp=1.0, cost_fn=3.0), score_valued=("threshold",)),
     "brier_score": Metric(jm.brier_score, kind="probs", sort_based=False),
     "log_loss": Metric(jm.log_loss, kind="probs", sort_based=False),
@@ -213,6 +217,7 @@ def test_every_public_metric_of_samples_is_registered():
         jm.delong_test,
         jm.reliability_bins,  # reliability_table plus intervals: test_calibration.py
         jm.budget_threshold,  # takes no labels
+        jm.roc_band,  # a bootstrap of sensitivity_at_specificity: test_operating_points.py
         jm.mean_absolute_error,  # regression: predictions and targets, test_regression.py
         jm.root_mean_squared_error,
         jm.r2_score,
