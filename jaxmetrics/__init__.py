@@ -23,6 +23,8 @@ from jaxmetrics._src.delong import DeLong as DeLong
 from jaxmetrics._src.delong import DeLongTest as DeLongTest
 from jaxmetrics._src.delong import delong as delong
 from jaxmetrics._src.delong import delong_test as delong_test
+from jaxmetrics._src.delong_unpaired import DeLongUnpairedTest as DeLongUnpairedTest
+from jaxmetrics._src.delong_unpaired import delong_test_unpaired as delong_test_unpaired
 from jaxmetrics._src.folds import over_folds as over_folds
 from jaxmetrics._src.intervals import agresti_coull_interval as agresti_coull_interval
 from jaxmetrics._src.intervals import clopper_pearson_interval as clopper_pearson_interval
@@ -55,8 +57,18 @@ from jaxmetrics._src.operating_points import (
     specificity_at_sensitivity as specificity_at_sensitivity,
 )
 from jaxmetrics._src.operating_points import youden_threshold as youden_threshold
+from jaxmetrics._src.paired import BootstrapTest as BootstrapTest
 from jaxmetrics._src.paired import PairedDifference as PairedDifference
+from jaxmetrics._src.paired import UnpairedDifference as UnpairedDifference
+from jaxmetrics._src.paired import bootstrap_test as bootstrap_test
 from jaxmetrics._src.paired import paired_difference as paired_difference
+from jaxmetrics._src.paired import unpaired_difference as unpaired_difference
+from jaxmetrics._src.partial_auc import partial_roc_auc as partial_roc_auc
+from jaxmetrics._src.power import SampleSize as SampleSize
+from jaxmetrics._src.power import auc_power as auc_power
+from jaxmetrics._src.power import auc_sample_size as auc_sample_size
+from jaxmetrics._src.power import delong_power as delong_power
+from jaxmetrics._src.power import delong_sample_size as delong_sample_size
 from jaxmetrics._src.ranking import average_precision as average_precision
 from jaxmetrics._src.ranking import precision_at_k as precision_at_k
 from jaxmetrics._src.ranking import roc_auc as roc_auc
@@ -89,16 +101,21 @@ from jaxmetrics._src.thresholds import max_f_beta as max_f_beta
 from jaxmetrics._src.thresholds import min_expected_cost as min_expected_cost
 from jaxmetrics._src.thresholds import precision_at_recall as precision_at_recall
 from jaxmetrics._src.thresholds import recall_at_precision as recall_at_precision
+from jaxmetrics._src.venkatraman import VenkatramanTest as VenkatramanTest
+from jaxmetrics._src.venkatraman import venkatraman_test as venkatraman_test
+from jaxmetrics._src.venkatraman import venkatraman_test_unpaired as venkatraman_test_unpaired
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BootstrapResult",
+    "BootstrapTest",
     "BudgetChoice",
     "ClassificationReport",
     "Counts",
     "DeLong",
     "DeLongTest",
+    "DeLongUnpairedTest",
     "OperatingPoint",
     "PairedDifference",
     "PrCurve",
@@ -106,14 +123,20 @@ __all__ = [
     "ReliabilityTable",
     "RocBand",
     "RocCurve",
+    "SampleSize",
     "ThresholdChoice",
+    "UnpairedDifference",
+    "VenkatramanTest",
     "accuracy",
     "agresti_coull_interval",
+    "auc_power",
+    "auc_sample_size",
     "average_precision",
     "average_precision_at_k",
     "balanced_accuracy",
     "bayes_threshold",
     "bootstrap",
+    "bootstrap_test",
     "brier_score",
     "budget_threshold",
     "classification_report",
@@ -124,7 +147,10 @@ __all__ = [
     "confusion_matrix",
     "coverage_error",
     "delong",
+    "delong_power",
+    "delong_sample_size",
     "delong_test",
+    "delong_test_unpaired",
     "expected_calibration_error",
     "f_beta",
     "false_positive_rate",
@@ -144,6 +170,7 @@ __all__ = [
     "one_vs_rest",
     "over_folds",
     "paired_difference",
+    "partial_roc_auc",
     "precision",
     "precision_at_k",
     "precision_at_recall",
@@ -168,6 +195,9 @@ __all__ = [
     "specificity_at_sensitivity",
     "streaming",
     "top_k_accuracy",
+    "unpaired_difference",
+    "venkatraman_test",
+    "venkatraman_test_unpaired",
     "wilson_interval",
     "youden_threshold",
 ]

@@ -84,12 +84,15 @@ FAMILIES = {
     "query": (("scores", "score", SCORES), ("labels", "label", LABELS), ("sample_weight", "mask", MASK)),
     "graded": (("scores", "score", SCORES), ("relevance", "relevance", RELEVANCE), ("sample_weight", "mask", MASK)),
     "label_matrix": (("scores", "score", SCORE_MATRIX), ("labels", "label", LABEL_MATRIX), ("sample_weight", "mask", MASK_MATRIX)),
+    "unpaired": (("scores_a", "score", SCORES), ("labels_a", "label", LABELS), ("scores_b", "score", SCORES[::-1].copy()), ("labels_b", "label", LABELS[::-1].copy())),
+    "model_pair": (("scores", "model_score", np.stack([SCORES, SCORES[::-1]])), ("labels", "label", LABELS)),
     "paired": (("scores_a", "score", SCORES), ("scores_b", "score", SCORES[::-1].copy()), ("labels", "label", LABELS)),
 }  # fmt: skip
 
 # Bad values by role; "count" is the -1 marker, which must give NaN, not an error.
 BAD = {
     "score": (np.nan, np.inf),
+    "model_score": (np.nan,),
     "prob": (np.nan, np.inf),
     "label": (2,),
     "class": (3,),
@@ -219,6 +222,12 @@ CASES = {
     "hanley_mcneil_standard_error": Case(jm.hanley_mcneil_standard_error, "hanley"),
     "delong": Case(jm.delong, "scores_labels", unbatched=("labels",), row=_delong_row),
     "delong_test": Case(jm.delong_test, "paired", batched=False),
+    "delong_test_unpaired": Case(jm.delong_test_unpaired, "unpaired", batched=False),
+    "delong_power": Case(jm.delong_power, "model_pair", batched=False),
+    "delong_sample_size": Case(lambda s, y: jm.delong_sample_size(s, y, power=0.8), "model_pair", batched=False),
+    "venkatraman_test": Case(lambda a, b, y: jm.venkatraman_test(a, b, y, key=KEY, num_permutations=8), "paired", batched=False),
+    "venkatraman_test_unpaired": Case(lambda a, ya, b, yb: jm.venkatraman_test_unpaired(a, ya, b, yb, key=KEY, num_permutations=8), "unpaired", batched=False),
+    "partial_roc_auc": Case(lambda s, y, w: jm.partial_roc_auc(s, y, fpr_range=(0.0, 0.5), correct=True, sample_weight=w), "binary"),
     # losses
     "soft_counts": Case(lambda s, y, w: jl.soft_counts(s, y, sample_weight=w), "logits"),
     "soft_f_beta_loss": Case(lambda s, y, w: jl.soft_f_beta_loss(s, y, sample_weight=w), "logits"),
@@ -245,6 +254,10 @@ EXEMPT = {
     "safe_divide": "arithmetic on given numbers: NaN in, NaN out",
     "resample_weights": "no data values: a key, resample indices and a size",
     "paired_difference": "takes a BootstrapResult, whose NaN resamples it drops by design",
+    "unpaired_difference": "takes two BootstrapResults, whose NaN resamples it drops by design",
+    "bootstrap_test": "takes a BootstrapResult, whose NaN resamples it drops by design",
+    "auc_power": "options only (an AUC and class sizes), checked as options",
+    "auc_sample_size": "options only (an AUC, a power and a ratio), checked as options",
 }
 
 
@@ -284,6 +297,8 @@ def _element_position(role: str, value: Any) -> tuple[int, ...]:
     ndim = np.ndim(value[0] if isinstance(value, jm.Counts) else value)
     if role == "count":
         return (1,) * ndim  # one fold / one cell / the whole scalar count
+    if role == "model_score":
+        return (1, 3)  # the second model's fourth sample
     if ndim == 0:
         return ()
     return (3,) + (1,) * (ndim - 1)

@@ -49,6 +49,8 @@ METRICS = {
     "roc_auc": Metric(jm.roc_auc),
     "partial_roc_auc": Metric(functools.partial(jm.roc_auc, max_fpr=0.4)),
     "average_precision": Metric(jm.average_precision),
+    "partial_roc_auc[fpr_range]": Metric(functools.partial(jm.partial_roc_auc, fpr_range=(0.1, 0.5))),
+    "partial_roc_auc[tpr_range, corrected]": Metric(functools.partial(jm.partial_roc_auc, tpr_range=(0.6, 1.0), correct=True)),
     "roc_curve": Metric(jm.roc_curve, per_point=True, score_valued=("thresholds",)),
     "precision_recall_curve": Metric(jm.precision_recall_curve, per_point=True, score_valued=("thresholds",)),
     "precision_at_k": Metric(functools.partial(jm.precision_at_k, k=5)),
@@ -215,6 +217,11 @@ def test_every_public_metric_of_samples_is_registered():
     exempt = {
         jm.delong,  # [M, n] with labels [n] and no weights: its own tests (test_intervals.py)
         jm.delong_test,
+        jm.delong_test_unpaired,  # two data sets: test_proc_statistics.py
+        jm.delong_power,  # [2, n] model pairs: test_proc_statistics.py
+        jm.delong_sample_size,
+        jm.venkatraman_test,  # permutation tests of two models: test_comparisons.py
+        jm.venkatraman_test_unpaired,
         jm.reliability_bins,  # reliability_table plus intervals: test_calibration.py
         jm.budget_threshold,  # takes no labels
         jm.roc_band,  # a bootstrap of sensitivity_at_specificity: test_operating_points.py

@@ -40,15 +40,18 @@ class DeLong(NamedTuple):
     high: Array
 
 
-def _structural_components(scores: Array, labels: Array) -> tuple[Array, Array]:
+def _structural_components(
+    scores: Array, labels: Array, weights: Array | None
+) -> tuple[Array, Array]:
     """Per-sample placement values of one model, in the original sample order.
 
     For a positive i, V10_i = (negatives below s_i + half the tied ones) / n-; for a negative j,
-    V01_j = (positives above s_j + half the tied ones) / n+. Each is 0 for the other class.
+    V01_j = (positives above s_j + half the tied ones) / n+, every count a sum of weights when
+    weights are given. Each is 0 for the other class.
     """
     dtype = validation.float_dtype()
     ranked = sorting.rank(scores)
-    tallies = sorting.tally(ranked, labels, None)
+    tallies = sorting.tally(ranked, labels, weights)
     a, b = ranked.group_start, ranked.group_stop
     positive, negative = tallies.positive.astype(dtype), tallies.negative.astype(dtype)
     p, n = positive[-1], negative[-1]
@@ -62,31 +65,51 @@ def _structural_components(scores: Array, labels: Array) -> tuple[Array, Array]:
     return jnp.where(labels == 1, placement, zero), jnp.where(labels == 0, placement, zero)
 
 
-def _covariance(components: Array, mask: Array) -> Array:
-    """Sample covariance (ddof 1) across models of `components` [M, n] over the masked samples."""
-    count = mask.sum()
-    mean = components.sum(-1, keepdims=True) / count
-    centered = jnp.where(mask, components - mean, 0.0)
-    return centered @ centered.T / (count - 1)
+def _covariance(components: Array, counts: Array) -> Array:
+    """Sample covariance (ddof 1) across models of `components` [M, n], each sample counted
+    `counts` times (0 for the samples of the other class): repeated rows, without repeating."""
+    total = counts.sum()
+    # shifted to one sample of the class first: components that are all equal (a perfect
+    # separation, all scores tied) then give exactly 0, where their float mean would not
+    reference = jnp.argmax(counts)
+    shifted = components - components[:, reference, None]
+    centered = shifted - (shifted * counts).sum(-1, keepdims=True) / total
+    return (centered * counts) @ centered.T / (total - 1)
 
 
-def _components(scores: Array, labels: Array) -> tuple[Array, Array]:
+def _components(scores: Array, labels: Array, weights: Array | None) -> tuple[Array, Array]:
     """(V10, V01), each ``[M, n]``, of ``[M, n]`` scores."""
-    return jax.vmap(_structural_components, in_axes=(0, None))(scores, labels)
+    return jax.vmap(_structural_components, in_axes=(0, None, None))(scores, labels, weights)
 
 
-def _delong_moments(v10: Array, v01: Array, labels: Array) -> tuple[Array, Array]:
+def _class_counts(labels: Array, weights: Array | None) -> tuple[Array, Array]:
+    """How many times each sample counts as a positive and as a negative (its weight or 1)."""
+    dtype = validation.float_dtype()
+    counts = jnp.ones(labels.shape, dtype) if weights is None else weights.astype(dtype)
+    return jnp.where(labels == 1, counts, 0), jnp.where(labels == 0, counts, 0)
+
+
+def _delong_moments(
+    v10: Array, v01: Array, labels: Array, weights: Array | None
+) -> tuple[Array, Array]:
     """AUCs ``[M]`` and their covariance ``[M, M]`` from the structural components."""
-    positive, negative = labels == 1, labels == 0
-    auc = v10.sum(-1) / positive.sum()
+    positive, negative = _class_counts(labels, weights)
+    num_positive, num_negative = positive.sum(), negative.sum()
+    auc = (v10 * positive).sum(-1) / num_positive
     covariance = (
-        _covariance(v10, positive) / positive.sum() + _covariance(v01, negative) / negative.sum()
+        _covariance(v10, positive) / num_positive + _covariance(v01, negative) / num_negative
     )
     return auc, covariance
 
 
-def _delong_inputs(named_scores: list[tuple[str, ArrayLike]], labels: ArrayLike) -> tuple:
-    """Checked scores (a tuple of ``[n]`` / ``[M, n]``), labels ``[n]`` and their bad-value flags.
+def _delong_inputs(
+    named_scores: list[tuple[str, ArrayLike]],
+    labels: ArrayLike,
+    sample_weight: ArrayLike | None = None,
+    labels_name: str = "labels",
+) -> tuple:
+    """Checked scores (a tuple of ``[n]`` / ``[M, n]``), labels ``[n]``, weights ``[n]`` or
+    None, and the bad-value flags: one per score array, and one shared by all of them.
 
     Concrete scores are exact order keys (DeLong depends on each model's order only) and stay
     on the host with the labels, so that an eager call compiles one program (`_delong_fields`).
@@ -95,30 +118,50 @@ def _delong_inputs(named_scores: list[tuple[str, ArrayLike]], labels: ArrayLike)
         validation.as_scores(validation.order_keys(value, name)[0], name, host=True)
         for name, value in named_scores
     ]
-    labels = validation.as_real_array(labels, "labels", host=True)
-    if any(s.ndim > 2 for s in scores) or labels.ndim != 1:
+    labels = validation.as_real_array(labels, labels_name, host=True)
+    weights = None
+    if sample_weight is not None:
+        weights = validation.as_real_array(sample_weight, "sample_weight", host=True)
+    if (
+        any(s.ndim > 2 for s in scores)
+        or labels.ndim != 1
+        or (weights is not None and weights.ndim != 1)
+    ):
         shapes = ", ".join(f"{name} {s.shape}" for (name, _), s in zip(named_scores, scores))
+        extra = "" if weights is None else f", sample_weight {weights.shape}"
         raise ValueError(
-            "DeLong takes `scores` [n] or [M, n] (M models on the same samples) and `labels` [n]; "
-            f"got {shapes}, labels {labels.shape}."
+            f"DeLong takes scores [n] or [M, n] (M models on the same samples), `{labels_name}` "
+            f"[n] and `sample_weight` [n]; got {shapes}, {labels_name} {labels.shape}{extra}."
         )
     validation.sample_axis_shapes(
-        [(name, s) for (name, _), s in zip(named_scores, scores)] + [("labels", labels)]
+        [(name, s) for (name, _), s in zip(named_scores, scores)]
+        + [(labels_name, labels), ("sample_weight", weights)]
     )
     invalid = tuple(validation.check_finite(s, name) for (name, _), s in zip(named_scores, scores))
-    shared = validation.check_binary_labels(labels)
-    host = validation.host_values(labels)
-    if host is not None:
-        positives = int((host == 1).sum())
-        if positives < 2 or host.shape[0] - positives < 2:
+    shared = validation.check_binary_labels(labels, labels_name)
+    if weights is not None:
+        shared = shared | validation.check_weights(weights)
+    host_labels = validation.host_values(labels)
+    host_weights = None if weights is None else validation.host_values(weights)
+    if host_labels is not None and (weights is None or host_weights is not None):
+        counts = np.ones(host_labels.shape) if weights is None else host_weights.astype(float)
+        positives = float(counts[host_labels == 1].sum())
+        negatives = float(counts[host_labels == 0].sum())
+        if weights is None and (positives < 2 or negatives < 2):
             raise ValueError(
-                "DeLong needs at least two positives and two negatives in `labels`; "
-                f"found {positives} positives and {host.shape[0] - positives} negatives."
+                f"DeLong needs at least two positives and two negatives in `{labels_name}`; "
+                f"found {positives:.0f} positives and {negatives:.0f} negatives."
+            )
+        if weights is not None and (positives <= 1 or negatives <= 1):
+            raise ValueError(
+                "DeLong needs a total `sample_weight` above 1 in each class (the sample "
+                "covariances divide by total - 1); found "
+                f"{positives:.6g} on the positives and {negatives:.6g} on the negatives."
             )
     else:  # too few of a class: the variance is undefined, mark it rather than divide by zero
-        positives = (labels == 1).sum()
-        shared = shared | (positives < 2) | (labels.shape[0] - positives < 2)
-    return tuple(scores), labels, invalid, shared
+        positive, negative = _class_counts(jnp.asarray(labels), weights)
+        shared = shared | (positive.sum() <= 1) | (negative.sum() <= 1)
+    return tuple(scores), labels, weights, invalid, shared
 
 
 def _stacked(scores: tuple, labels: Array, invalid: tuple, shared: Array):
@@ -128,10 +171,12 @@ def _stacked(scores: tuple, labels: Array, invalid: tuple, shared: Array):
 
 
 @jax.jit
-def _delong_fields(scores: tuple, labels: Array, invalid: tuple, shared: Array, z: Array):
+def _delong_fields(
+    scores: tuple, labels: Array, weights: Array | None, invalid: tuple, shared: Array, z: Array
+):
     """Every field of `DeLong` for ``[M, n]`` scores, in one compiled program."""
     scores, labels, invalid = _stacked(scores, labels, invalid, shared)
-    auc, covariance = _delong_moments(*_components(scores, labels), labels)
+    auc, covariance = _delong_moments(*_components(scores, labels, weights), labels, weights)
     variance = jnp.diagonal(covariance)
     half = z * jnp.sqrt(variance)
     low, high = jnp.clip(auc - half, 0, 1), jnp.clip(auc + half, 0, 1)
@@ -141,26 +186,39 @@ def _delong_fields(scores: tuple, labels: Array, invalid: tuple, shared: Array, 
 
 
 @jax.jit
-def _delong_test_fields(scores: tuple, labels: Array, invalid: tuple, shared: Array, z: Array):
+def _delong_test_fields(
+    scores: tuple, labels: Array, weights: Array | None, invalid: tuple, shared: Array, z: Array
+):
     """Every field of `DeLongTest` for two ``[n]`` score vectors, in one compiled program."""
     scores, labels, invalid = _stacked(scores, labels, invalid, shared)
-    v10, v01 = _components(scores, labels)
+    v10, v01 = _components(scores, labels, weights)
     # the difference's variance from the differences of the components: exactly 0 when the two
     # models order every pair alike, where var_a + var_b - 2 cov_ab would be rounding noise
-    difference, variance = _delong_moments(v10[:1] - v10[1:], v01[:1] - v01[1:], labels)
+    difference, variance = _delong_moments(v10[:1] - v10[1:], v01[:1] - v01[1:], labels, weights)
     difference, standard_error = difference[0], jnp.sqrt(jnp.maximum(variance[0, 0], 0))
-    degenerate = standard_error == 0
-    statistic = jnp.where(
-        degenerate,
-        jnp.where(difference == 0, 0.0, jnp.sign(difference) * jnp.inf),
-        difference / jnp.where(degenerate, 1.0, standard_error),
-    )
+    statistic = z_statistic(difference, standard_error)
     p_value = 2 * ndtr(-jnp.abs(statistic))
     result = (statistic, p_value, difference - z * standard_error, difference + z * standard_error)
     return DeLongTest(*validation.nan_where(invalid.any(), result))
 
 
-def delong(scores: ArrayLike, labels: ArrayLike, *, confidence: float = 0.95) -> DeLong:
+def z_statistic(difference: Array, standard_error: Array) -> Array:
+    """``difference / standard_error``; with a zero standard error 0 (no difference) or ±inf."""
+    degenerate = standard_error == 0
+    return jnp.where(
+        degenerate,
+        jnp.where(difference == 0, 0.0, jnp.sign(difference) * jnp.inf),
+        difference / jnp.where(degenerate, 1.0, standard_error),
+    )
+
+
+def delong(
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    confidence: float = 0.95,
+    sample_weight: ArrayLike | None = None,
+) -> DeLong:
     r"""DeLong's nonparametric variance and covariance of the AUCs of models on the same samples.
 
     Matches pROC's `var(roc, method="delong")`, `cov(roc1, roc2, method="delong")` and
@@ -178,18 +236,27 @@ def delong(scores: ArrayLike, labels: ArrayLike, *, confidence: float = 0.95) ->
     S^10, S^01 the sample covariances (ddof 1) of the components V^10 over the positives and
     V^01 over the negatives.
 
-    Conventions: NaN/inf scores, labels other than 0/1 and fewer than two samples of a class
-    raise `ValueError` eagerly; under `jax.jit` a model with a bad score gets NaN auc, variance,
-    bounds and covariance row and column, and bad labels (or too few of a class) make every field
-    NaN. Precision: called eagerly, float64 and large-integer scores are ranked exactly (DeLong
-    depends on each model's order only); under `jax.jit` they are what JAX made them (float32
-    unless x64). Results are float32, float64 when `jax_enable_x64` is on.
+    With `sample_weight`, weights are frequency weights: a sample of weight w counts as w
+    copies of it, so that integer weights give exactly the result of the repeated rows (every
+    count above becomes a sum of weights, n+ and n- the classes' total weights, and the
+    covariances divide by n+ - 1 and n- - 1). Non-integer weights extend the same formulas;
+    weights normalised to sum to 1 are not frequencies and leave the variance undefined.
+
+    Conventions: NaN/inf scores, labels other than 0/1, negative weights and fewer than two
+    samples of a class (with weights: a class total weight of at most 1) raise `ValueError`
+    eagerly; under `jax.jit` a model with a bad score gets NaN auc, variance, bounds and
+    covariance row and column, and bad labels or weights (or too few of a class) make every
+    field NaN. Precision: called eagerly, float64 and large-integer scores are ranked exactly
+    (DeLong depends on each model's order only); under `jax.jit` they are what JAX made them
+    (float32 unless x64). Results are float32, float64 when `jax_enable_x64` is on.
 
     Args:
       scores: ``[n]`` or ``[M, n]`` scores of M models on the same samples, larger meaning more
         positive.
       labels: ``[n]`` labels in {0, 1} or bool, with at least two of each class.
       confidence: the level of the Wald intervals, in (0, 1).
+      sample_weight: optional ``[n]`` non-negative frequency weights of the samples, shared by
+        the models.
 
     Returns:
       `DeLong`: for ``[M, n]`` scores auc, variance, low and high ``[M]`` and covariance
@@ -213,7 +280,7 @@ def delong(scores: ArrayLike, labels: ArrayLike, *, confidence: float = 0.95) ->
     """
     z = normal_quantile(confidence)
     was_1d = np.ndim(scores) == 1
-    inputs = _delong_inputs([("scores", scores)], labels)
+    inputs = _delong_inputs([("scores", scores)], labels, sample_weight)
     result = _delong_fields(*inputs, np.asarray(z, validation.float_dtype()))
     if was_1d:
         result = DeLong(*(x.reshape(()) for x in result))
@@ -237,7 +304,12 @@ class DeLongTest(NamedTuple):
 
 
 def delong_test(
-    scores_a: ArrayLike, scores_b: ArrayLike, labels: ArrayLike, *, confidence: float = 0.95
+    scores_a: ArrayLike,
+    scores_b: ArrayLike,
+    labels: ArrayLike,
+    *,
+    confidence: float = 0.95,
+    sample_weight: ArrayLike | None = None,
 ) -> DeLongTest:
     r"""Paired DeLong z-test of two correlated AUCs (two models scored on the same samples).
 
@@ -255,14 +327,16 @@ def delong_test(
 
     Conventions: two models that order every pair alike have a zero standard error and a zero
     difference: statistic 0 and p-value 1, as pROC gives (a non-zero difference with zero
-    standard error would give ±inf and p-value 0). Bad input as `delong`; under `jax.jit` a bad
-    score or label makes every field NaN. Precision as `delong`.
+    standard error would give ±inf and p-value 0). `sample_weight` are frequency weights, as in
+    `delong` (integer weights give the test of the repeated rows). Bad input as `delong`; under
+    `jax.jit` a bad score, label or weight makes every field NaN. Precision as `delong`.
 
     Args:
       scores_a: ``[n]`` scores of the first model.
       scores_b: ``[n]`` scores of the second model, on the same samples.
       labels: ``[n]`` labels in {0, 1} or bool, with at least two of each class.
       confidence: the level of the interval of the difference, in (0, 1).
+      sample_weight: optional ``[n]`` non-negative frequency weights of the samples.
 
     Returns:
       `DeLongTest` of scalars.
@@ -286,5 +360,5 @@ def delong_test(
             f"`scores_a` and `scores_b` must both have shape [n]; got {np.shape(scores_a)} and "
             f"{np.shape(scores_b)}."
         )
-    inputs = _delong_inputs([("scores_a", scores_a), ("scores_b", scores_b)], labels)
+    inputs = _delong_inputs([("scores_a", scores_a), ("scores_b", scores_b)], labels, sample_weight)
     return _delong_test_fields(*inputs, np.asarray(z, validation.float_dtype()))
