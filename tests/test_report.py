@@ -138,7 +138,7 @@ def report(two_models):
     path, *_ = two_models
     table = load_table(path, "outcome", ["model_a", "model_b"])
     metadata = report_modules["result"].Metadata(
-        str(path), "outcome", ("model_a", "model_b"), None, 0.5, None, None, 20, 0, 10, "test"
+        str(path), "outcome", ("model_a", "model_b"), None, 0.5, None, None, 20, 0, None, 10, "test"
     )
     return evaluate(table, metadata)
 
@@ -149,8 +149,8 @@ def report(two_models):
 def test_run_succeeds_with_progress_and_text(full_run):
     status, out, err, _, folder = full_run
     assert status == 0, err
-    assert "bootstrap ROC AUC and average precision: 50/50 resamples" in err
-    for part in ("prevalence", "majority baseline", "DeLong", "max_f1", "min_cost", "bayes"):
+    assert "bootstrap ROC AUC, average precision and sensitivities: 50/50 resamples" in err
+    for part in ("prevalence", "majority baseline", "DeLong", "youden", "max_f1", "min_cost"):
         assert part in out
     assert "Paired comparison" in out and "model_a - model_b" in out
     assert f"JSON written to {folder / 'report.json'}" in out
@@ -207,8 +207,12 @@ def test_seeds_use_all_64_bits():
 def test_operating_points_match_brute_force(two_models, full_run):
     _, labels, a, _ = two_models
     points = {p["rule"]: p for p in full_run[3]["models"]["model_a"]["thresholds"]}
-    assert list(points) == ["given", "max_f1", "max_f2", "min_cost", "bayes"]
+    assert list(points) == ["given", "youden", "max_f1", "max_f2", "min_cost", "bayes"]
     assert points["bayes"]["threshold"] == pytest.approx(1 / 6)
+    youden, threshold = threshold_search(
+        a, labels, lambda tp, fp, fn: Fraction(tp, tp + fn) - Fraction(fp, N - int(labels.sum()))
+    )
+    assert points["youden"]["threshold"] == threshold
     for beta2, rule in ((1, "max_f1"), (4, "max_f2")):
         value, threshold = threshold_search(a, labels, f_beta_fraction(beta2))
         assert points[rule]["threshold"] == threshold
@@ -273,6 +277,7 @@ def test_json_has_metadata_and_float32_values_without_noise(two_models, full_run
         "cost_fn": 5.0,
         "resamples": 50,
         "seed": 3,
+        "cluster_column": None,
         "calibration_bins": 10,
         "jaxmetrics_version": jm.__version__,
     }
@@ -526,3 +531,53 @@ def test_bad_input_is_one_line_before_any_work(tmp_path, monkeypatch, capsys, ca
     assert len(lines) == 1 and lines[0].startswith("jaxmetrics report: error: "), captured.err
     for part in parts:
         assert part in lines[0]
+
+
+def test_high_specificity_numbers_and_band_equal_the_library_on_the_same_resamples(
+    two_models, full_run
+):
+    _, labels, a, b = two_models
+    _, out, _, data, _ = full_run
+    assert "High-specificity region" in out and "sens @ spec 0.90" in out
+    for name, scores in (("model_a", a), ("model_b", b)):
+        model = data["models"][name]
+        clinical = model["clinical"]
+        partial = jm.partial_roc_auc(scores, labels, fpr_range=(0.0, 0.1), correct=True)
+        assert clinical["partial_auc"]["estimate"] == pytest.approx(float(partial), rel=1e-5)
+        for level, key in (
+            (0.90, "sensitivity_at_90_specificity"),
+            (0.95, "sensitivity_at_95_specificity"),
+        ):
+            expected = jm.sensitivity_at_specificity(scores, labels, min_specificity=level).value
+            assert clinical[key]["estimate"] == pytest.approx(float(expected), rel=1e-5)
+            assert clinical[key]["low"] <= clinical[key]["estimate"] <= clinical[key]["high"]
+        band = model["roc_band"]
+        assert len(band["specificity"]) == len(band["low"]) == 21
+        assert all(lo <= hi for lo, hi in zip(band["low"], band["high"]))
+        youden = [p for p in model["thresholds"] if p["rule"] == "youden"][0]
+        expected = jm.youden_threshold(scores, labels)
+        assert youden["threshold"] == pytest.approx(float(expected.threshold))
+
+
+def test_cluster_option_resamples_whole_groups_and_drops_delong(tmp_path, two_models):
+    _, labels, a, _ = two_models
+    # every row three times, each copy in the row's own cluster: the clustered intervals equal
+    # those of the single rows, and DeLong (independent rows) is not reported
+    path = tmp_path / "clustered.csv"
+    rows = [(f"p{i:04d}", y, s) for i, (y, s) in enumerate(zip(labels, a)) for _ in range(3)]
+    write_csv(path, ["patient", "outcome", "score"], rows)
+    single = tmp_path / "single.csv"
+    write_csv(
+        single,
+        ["patient", "outcome", "score"],
+        [(i, y, s) for i, (y, s) in enumerate(zip(labels, a))],
+    )
+    common = ["--label", "outcome", "--score", "score", "--resamples", 40, "--quiet"]
+    assert report_main(path, *common, "--cluster", "patient", "--json", tmp_path / "c.json") == 0
+    assert report_main(single, *common, "--json", tmp_path / "s.json") == 0
+    clustered, alone = strict_json(tmp_path / "c.json"), strict_json(tmp_path / "s.json")
+    assert clustered["metadata"]["cluster_column"] == "patient"
+    auc_c, auc_s = clustered["models"]["score"]["roc_auc"], alone["models"]["score"]["roc_auc"]
+    assert auc_c["low"] == pytest.approx(auc_s["low"], rel=1e-5)
+    assert auc_c["high"] == pytest.approx(auc_s["high"], rel=1e-5)
+    assert auc_c["delong_low"] is None and auc_s["delong_low"] is not None

@@ -122,8 +122,10 @@ def write_outputs(
 def _options(args) -> None:
     if args.demo and args.file:
         raise ReportError("give either FILE or --demo, not both")
-    if args.demo and (args.label or args.score or args.positive):
-        raise ReportError("--demo uses its own data: drop --label, --score and --positive")
+    if args.demo and (args.label or args.score or args.positive or args.cluster):
+        raise ReportError(
+            "--demo uses its own data: drop --label, --score, --positive and --cluster"
+        )
     if not args.demo:
         if not args.file:
             raise ReportError("give a FILE (with --label and --score) or --demo")
@@ -148,7 +150,9 @@ def run(args, out: TextIO | None = None, err: TextIO | None = None) -> int:
         table: Table = demo_data(seed=args.seed)
         source = "built-in demo (classifiers A and B on 4,000 rows, 5% positives)"
     else:
-        table = load_table(args.file, args.label, args.score, positive=args.positive)
+        table = load_table(
+            args.file, args.label, args.score, positive=args.positive, cluster=args.cluster
+        )
         source = str(args.file)
     metadata = Metadata(
         file=None if args.demo else str(args.file),
@@ -160,6 +164,7 @@ def run(args, out: TextIO | None = None, err: TextIO | None = None) -> int:
         cost_fn=args.cost_fn,
         resamples=args.resamples,
         seed=args.seed,
+        cluster_column=None if args.demo else args.cluster,
         calibration_bins=CALIBRATION_BINS,
         jaxmetrics_version=__version__,
     )

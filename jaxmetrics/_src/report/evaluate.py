@@ -17,11 +17,13 @@ import numpy as np
 
 import jaxmetrics as jm
 from jaxmetrics._src import recipe
+from jaxmetrics._src.operating_points import _SensitivitiesAt
 from jaxmetrics._src.report.read import Table
 from jaxmetrics._src.report.result import (
     AucDifference,
     AucInterval,
     Calibration,
+    Clinical,
     Comparison,
     Data,
     Difference,
@@ -32,6 +34,7 @@ from jaxmetrics._src.report.result import (
     PrPoints,
     ReliabilityBin,
     Report,
+    RocBand,
     RocPoints,
 )
 
@@ -83,6 +86,7 @@ def evaluate_operating_points(
     """Counts and rates at the given threshold and at those that maximise F1/F2 or min cost."""
     cost_fp, cost_fn = metadata.cost_fp, metadata.cost_fn
     choices = [("given", metadata.threshold)]
+    choices.append(("youden", number(jm.youden_threshold(scores, labels).threshold)))
     for beta, rule in ((1.0, "max_f1"), (2.0, "max_f2")):
         choices.append((rule, number(jm.max_f_beta(scores, labels, beta=beta).threshold)))
     if cost_fp is not None and cost_fn is not None:
@@ -180,27 +184,56 @@ def evaluate_curves(scores: np.ndarray, labels: np.ndarray) -> tuple[RocPoints, 
     return roc_points, pr_points
 
 
+# The high-specificity region: the partial AUC over specificity >= 0.9 and the sensitivity at
+# 90% and 95% specificity; the ROC band: sensitivity intervals at these specificities.
+PARTIAL_FPR = (0.0, 0.1)
+CLINICAL_SPECIFICITIES = (0.90, 0.95)
+BAND_SPECIFICITIES = tuple(k / 20 for k in range(21))
+_SENSITIVITIES = _SensitivitiesAt(CLINICAL_SPECIFICITIES + BAND_SPECIFICITIES)
+
+
 @recipe.order_only
-def _auc_and_ap(scores, labels, *, sample_weight=None):
-    """ROC AUC and AP stacked on a last axis: one bootstrap, one compiled program, one sort per
-    call for both (the metrics depend on the order of the scores only, so it is marked so)."""
-    return jnp.stack(
+def _ranking_panel(scores, labels, *, sample_weight=None):
+    """Every bootstrapped ranking number of a model on a last axis: ROC AUC, AP, the partial
+    AUC, then the sensitivities at the clinical and band specificities. One bootstrap and one
+    compiled program serve them all, so all intervals come from the same resamples (the
+    metrics depend on the order of the scores only, so it is marked so)."""
+    weights = dict(sample_weight=sample_weight)
+    return jnp.concatenate(
         [
-            jm.roc_auc(scores, labels, sample_weight=sample_weight),
-            jm.average_precision(scores, labels, sample_weight=sample_weight),
+            jnp.stack(
+                [
+                    jm.roc_auc(scores, labels, **weights),
+                    jm.average_precision(scores, labels, **weights),
+                    jm.partial_roc_auc(
+                        scores, labels, fpr_range=PARTIAL_FPR, correct=True, **weights
+                    ),
+                ],
+                axis=-1,
+            ),
+            _SENSITIVITIES(scores, labels, **weights),
         ],
         axis=-1,
     )
 
 
 class Ranking(NamedTuple):
-    """Each model's ROC AUC and AP with intervals, and the bootstrap samples they came from (the
-    paired comparison reuses them: both models were scored on the same resamples)."""
+    """Each model's ROC AUC, AP and clinical numbers with intervals, its ROC band, and the
+    bootstrap samples of AUC and AP (the paired comparison reuses them: both models were scored
+    on the same resamples)."""
 
     roc_auc: list[AucInterval]
     average_precision: list[Interval]
+    clinical: list[Clinical]
+    roc_band: list[RocBand]
     auc_samples: jm.BootstrapResult
     ap_samples: jm.BootstrapResult
+
+
+def _interval(result: jm.BootstrapResult, m: int, k: int, data: Data) -> Interval:
+    estimate = numbers([result.estimate[m, k], result.low[m, k], result.high[m, k]])
+    undefined = int(np.isnan(result.samples[:, m, k]).sum())
+    return Interval(*_interval_or_nan(estimate, data), undefined)
 
 
 def evaluate_ranking(
@@ -209,25 +242,38 @@ def evaluate_ranking(
     data: Data,
     metadata: Metadata,
     progress: Progress | None = None,
+    clusters: np.ndarray | None = None,
 ) -> Ranking:
-    """Bootstrap (percentile) intervals of ROC AUC and AP, and DeLong's interval of the AUC."""
+    """Bootstrap (percentile) intervals of ROC AUC, AP and the clinical numbers, the ROC band,
+    and DeLong's interval of the AUC (clustered data: whole clusters resampled)."""
 
-    label = "ROC AUC and average precision"
+    label = "ROC AUC, average precision and sensitivities"
     tick = None if progress is None else (lambda done, total: progress(label, done, total))
-    both = jm.bootstrap(
-        _auc_and_ap,
+    panel = jm.bootstrap(
+        _ranking_panel,
         scores,
         labels,
         key=seed_key(metadata.seed),
         num_resamples=metadata.resamples,
+        groups=clusters,
         progress=tick,
     )
-    auc, ap = (jm.BootstrapResult(*(field[..., k] for field in both)) for k in (0, 1))
+    # numpy from here on: indexing device arrays would compile one small program per shape
+    panel = jm.BootstrapResult(*(np.asarray(field) for field in panel))
+    auc, ap = (jm.BootstrapResult(*(field[..., k] for field in panel)) for k in (0, 1))
+    clinical, bands = [], []
+    first_band = 3 + len(CLINICAL_SPECIFICITIES)
+    for m in range(scores.shape[0]):
+        clinical.append(Clinical(*(_interval(panel, m, k, data) for k in (2, 3, 4))))
+        band = [numbers(field[m, first_band:]) for field in panel[:3]]
+        if not has_intervals(data):
+            band[1] = band[2] = (float("nan"),) * len(BAND_SPECIFICITIES)
+        bands.append(RocBand(BAND_SPECIFICITIES, *band))
     nan = [float("nan")] * scores.shape[0]
     delong_low, delong_high = nan, nan
-    if has_intervals(data):
+    if has_intervals(data) and clusters is None:  # DeLong's variance needs independent rows
         delong = jm.delong(scores, labels)
-        delong_low, delong_high = numbers(delong.low), numbers(delong.high)
+        delong_low, delong_high = numbers(np.asarray(delong.low)), numbers(np.asarray(delong.high))
     aucs, aps = [], []
     for m in range(scores.shape[0]):
         estimate = numbers([auc.estimate[m], auc.low[m], auc.high[m]])
@@ -236,23 +282,30 @@ def evaluate_ranking(
                 *_interval_or_nan(estimate, data),
                 delong_low[m],
                 delong_high[m],
-                int(auc.num_undefined[m]),
+                int(np.isnan(auc.samples[:, m]).sum()),
             )
         )
         estimate = numbers([ap.estimate[m], ap.low[m], ap.high[m]])
-        aps.append(Interval(*_interval_or_nan(estimate, data), int(ap.num_undefined[m])))
-    return Ranking(aucs, aps, auc, ap)
+        aps.append(
+            Interval(*_interval_or_nan(estimate, data), int(np.isnan(ap.samples[:, m]).sum()))
+        )
+    return Ranking(aucs, aps, clinical, bands, auc, ap)
 
 
 def evaluate_comparison(
-    scores: np.ndarray, labels: np.ndarray, names: list[str], ranking: Ranking, data: Data
+    scores: np.ndarray,
+    labels: np.ndarray,
+    names: list[str],
+    ranking: Ranking,
+    data: Data,
+    clustered: bool = False,
 ) -> tuple[Comparison, ...]:
     """Every pair of models on the same rows: paired bootstrap differences and DeLong's test."""
     comparisons = []
     for first in range(len(names)):
         for second in range(first + 1, len(names)):
             test = [float("nan")] * 4
-            if has_intervals(data):
+            if has_intervals(data) and not clustered:  # DeLong needs independent rows
                 test = numbers(jm.delong_test(scores[first], scores[second], labels))
             pair = dict(first=first, second=second)
             auc_difference = jm.paired_difference(ranking.auc_samples, **pair)
@@ -273,7 +326,7 @@ def evaluate(table: Table, metadata: Metadata, *, progress: Progress | None = No
     labels, names = table.labels, list(table.models)
     scores = np.stack([table.models[name] for name in names]).astype(np.float64)
     data = evaluate_data(labels)
-    ranking = evaluate_ranking(scores, labels, data, metadata, progress)
+    ranking = evaluate_ranking(scores, labels, data, metadata, progress, table.clusters)
     is_probability = bool(np.all((scores >= 0) & (scores <= 1)))
     models = {}
     for m, name in enumerate(names):
@@ -284,10 +337,13 @@ def evaluate(table: Table, metadata: Metadata, *, progress: Progress | None = No
         models[name] = ModelReport(
             roc_auc=ranking.roc_auc[m],
             average_precision=ranking.average_precision[m],
+            clinical=ranking.clinical[m],
             thresholds=evaluate_operating_points(scores[m], labels, metadata, is_probability),
             calibration=calibration,
             roc_curve=roc_points,
+            roc_band=ranking.roc_band[m],
             precision_recall_curve=pr_points,
         )
-    comparison = evaluate_comparison(scores, labels, names, ranking, data)
+    clustered = table.clusters is not None
+    comparison = evaluate_comparison(scores, labels, names, ranking, data, clustered)
     return Report(metadata, data, models, comparison)

@@ -37,10 +37,18 @@ def _roc(plt, report: Report):
     for name, model in report.models.items():
         auc = model.roc_auc
         interval = fmt_interval(auc.low, auc.high)
-        axes.plot(*model.roc_curve[:2], label=f"{name}: AUC {auc.estimate:.3f} {interval}")
+        (line,) = axes.plot(
+            *model.roc_curve[:2], label=f"{name}: AUC {auc.estimate:.3f} {interval}"
+        )
+        band = model.roc_band  # bootstrap intervals of the sensitivity at fixed specificities
+        fpr = 1 - np.asarray(band.specificity, float)
+        low, high = np.asarray(band.low, float), np.asarray(band.high, float)
+        if np.isfinite(low).any():
+            axes.fill_between(fpr, low, high, color=line.get_color(), alpha=0.15, linewidth=0)
     axes.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="random")
     axes.set(xlabel="false positive rate", ylabel="true positive rate (recall)")
-    axes.set(title="ROC curve", xlim=(0, 1), ylim=(0, 1.01))
+    axes.set(title="ROC curve (shaded: 95% bootstrap band of the sensitivity)")
+    axes.set(xlim=(0, 1), ylim=(0, 1.01))
     _legend_below(figure)
     return figure
 

@@ -32,10 +32,12 @@ class ReportError(Exception):
 
 
 class Table(NamedTuple):
-    """Labels (int32, 1 = positive) and each score column (float64), in the file's order."""
+    """Labels (int32, 1 = positive) and each score column (float64), in the file's order, and
+    the cluster of each row (--cluster: any values, compared as text) or None."""
 
     labels: np.ndarray
     models: dict[str, np.ndarray]
+    clusters: np.ndarray | None = None
 
 
 class _Column(NamedTuple):
@@ -244,7 +246,12 @@ def _scores(column: _Column, name: str, path: Path) -> np.ndarray:
 
 
 def load_table(
-    path: str | Path, label: str, scores: list[str], *, positive: str | None = None
+    path: str | Path,
+    label: str,
+    scores: list[str],
+    *,
+    positive: str | None = None,
+    cluster: str | None = None,
 ) -> Table:
     """Labels and score columns of a CSV, TSV, .npz or .parquet file, checked."""
     path = Path(path)
@@ -257,7 +264,9 @@ def load_table(
         raise ReportError(f"{path}: no such file")
     if path.is_dir():
         raise ReportError(f"{path}: is a directory, not a data file")
-    wanted = [label, *scores]
+    wanted = [label, *scores] + ([] if cluster is None or cluster in scores else [cluster])
+    if cluster == label:
+        raise ReportError(f"--cluster {cluster!r} is the label column")
     suffix = path.suffix.lower()
     if suffix == ".npz":
         columns = _read_npz(path, wanted)
@@ -272,7 +281,16 @@ def load_table(
     if lengths[label] == 0:
         raise ReportError(f"{path}: the table is empty (no data rows)")
     labels = _labels(columns[label], label, path, positive)
-    return Table(labels, {name: _scores(columns[name], name, path) for name in scores})
+    clusters = None
+    if cluster is not None:
+        cells = columns[cluster].cells
+        clusters = (cells if isinstance(cells, np.ndarray) else np.array(cells)).astype(str)
+        clusters = np.char.strip(clusters)
+        if (clusters == "").any():
+            row = int(np.argmax(clusters == ""))
+            raise ReportError(f"{path}: column {cluster!r} has a blank cell (data row {row + 1})")
+    models = {name: _scores(columns[name], name, path) for name in scores}
+    return Table(labels, models, clusters)
 
 
 def demo_data(seed: int = 0, num_samples: int = 4000) -> Table:

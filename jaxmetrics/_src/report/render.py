@@ -88,6 +88,29 @@ def render_ranking(report: Report) -> list[str]:
         )
     if min(report.data.positives, report.data.negatives) < 2:
         out.append("(no intervals: they need at least two positives and two negatives)")
+    if meta.cluster_column is not None:
+        out.append(
+            f"(clustered by {meta.cluster_column!r}: whole clusters resampled; DeLong, which "
+            "needs independent rows, is not shown)"
+        )
+    out += ["", "High-specificity region (95% bootstrap intervals, the same resamples)"]
+    rows = []
+    for name, model in report.models.items():
+        c = model.clinical
+        rows.append([name])
+        for value in (
+            c.partial_auc,
+            c.sensitivity_at_90_specificity,
+            c.sensitivity_at_95_specificity,
+        ):
+            rows[-1] += [fmt(value.estimate, 4), fmt_interval(value.low, value.high)]
+    header = ["model", "pAUC spec>=0.9", "bootstrap", "sens @ spec 0.90", "bootstrap"]
+    out.append(table(header + ["sens @ spec 0.95", "bootstrap"], rows))
+    out.append(
+        "(pAUC: McClish-standardised partial AUC over false positive rates 0-0.1, 0.5 for a "
+        "random ranking, 1 perfect; sensitivity of the most sensitive threshold meeting the "
+        "specificity)"
+    )
     return out
 
 
@@ -108,7 +131,7 @@ def render_operating_points(name: str, model: ModelReport) -> list[str]:
             row.append(fmt(p.cost_per_sample, 4))
         rows.append(row)
     out.append(table(_POINT_HEADER + (["cost/sample"] if has_cost else []), rows))
-    out.append("(max_f1/max_f2/min_cost are chosen on this data: choose on validation data)")
+    out.append("(youden/max_f1/max_f2/min_cost are chosen on this data: choose on validation data)")
     return out
 
 

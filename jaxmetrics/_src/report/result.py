@@ -23,6 +23,7 @@ class Metadata(NamedTuple):
     cost_fn: float | None
     resamples: int
     seed: int
+    cluster_column: str | None  # --cluster: whole groups resampled
     calibration_bins: int
     jaxmetrics_version: str
 
@@ -62,7 +63,7 @@ class Interval(NamedTuple):
 class OperatingPoint(NamedTuple):
     """Confusion counts and rates at one threshold (predicted positive iff score >= threshold)."""
 
-    rule: str  # "given", "max_f1", "max_f2", "min_cost" or "bayes"
+    rule: str  # "given", "youden", "max_f1", "max_f2", "min_cost" or "bayes"
     threshold: float
     tp: int
     fp: int
@@ -118,12 +119,31 @@ class PrPoints(NamedTuple):
     thresholds: tuple[float, ...]
 
 
+class Clinical(NamedTuple):
+    """The high-specificity region, with bootstrap intervals from the report's resamples."""
+
+    partial_auc: Interval  # McClish-standardised partial AUC over specificity >= 0.9
+    sensitivity_at_90_specificity: Interval  # the most sensitive threshold with spec >= 0.90
+    sensitivity_at_95_specificity: Interval
+
+
+class RocBand(NamedTuple):
+    """Bootstrap intervals of the sensitivity at a grid of specificities (a shaded ROC band)."""
+
+    specificity: tuple[float, ...]
+    sensitivity: tuple[float, ...]
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+
+
 class ModelReport(NamedTuple):
     roc_auc: AucInterval
     average_precision: Interval
+    clinical: Clinical
     thresholds: tuple[OperatingPoint, ...]
     calibration: Calibration | None  # None when the scores are not all in [0, 1]
     roc_curve: RocPoints
+    roc_band: RocBand
     precision_recall_curve: PrPoints
 
 
