@@ -2,6 +2,10 @@ import jax
 import numpy as np
 import pytest
 
+# a script run by test_multidevice.py in its own process: importing it (as --doctest-modules
+# would) sets four emulated devices for the whole session and runs every check at collection
+collect_ignore = ["multidevice_checks.py"]
+
 
 @pytest.fixture
 def rng():

@@ -56,12 +56,14 @@ values = bootstrap._sharded_values(
     jm.roc_auc,
     mesh,
     (jax.numpy.asarray(scores), jax.numpy.asarray(labels)),
-    None,
+    (None, None),  # no strata, no clusters
     jax.random.key(0),
     jax.numpy.asarray(0),
     sampling="poisson",
     chunks=2,
     size=4,
+    sample_axis=-1,
+    num_units=0,
 )
 assert len(values.sharding.device_set) == 4 and values.shape == (32,)
 print("samples computed on", len(values.sharding.device_set), "devices")
