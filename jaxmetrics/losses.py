@@ -4,6 +4,8 @@ from jaxmetrics._src.losses import soft_counts as soft_counts
 from jaxmetrics._src.losses import soft_f_beta_loss as soft_f_beta_loss
 from jaxmetrics._src.losses import soft_precision as soft_precision
 from jaxmetrics._src.losses import soft_recall as soft_recall
+from jaxmetrics._src.partial_auc_losses import partial_auc_loss as partial_auc_loss
+from jaxmetrics._src.partial_auc_losses import two_way_partial_auc_loss as two_way_partial_auc_loss
 from jaxmetrics._src.ranking_losses import AucMarginState as AucMarginState
 from jaxmetrics._src.ranking_losses import auc_margin_loss as auc_margin_loss
 from jaxmetrics._src.ranking_losses import auc_margin_objective as auc_margin_objective
@@ -18,10 +20,12 @@ __all__ = [
     "auc_margin_loss",
     "auc_margin_objective",
     "pairwise_auc_loss",
+    "partial_auc_loss",
     "recall_at_precision_objective",
     "smooth_ap_loss",
     "soft_counts",
     "soft_f_beta_loss",
     "soft_precision",
     "soft_recall",
+    "two_way_partial_auc_loss",
 ]

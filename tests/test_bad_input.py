@@ -234,6 +234,8 @@ CASES = {
     "soft_precision": Case(lambda s, y, w: jl.soft_precision(s, y, sample_weight=w), "logits"),
     "soft_recall": Case(lambda s, y, w: jl.soft_recall(s, y, sample_weight=w), "logits"),
     "pairwise_auc_loss": Case(lambda s, y, w: jl.pairwise_auc_loss(s, y, surrogate="hinge", sample_weight=w), "logits"),
+    "partial_auc_loss": Case(lambda s, y, w: jl.partial_auc_loss(s, y, max_fpr=0.5, sample_weight=w), "logits"),
+    "two_way_partial_auc_loss": Case(lambda s, y, w: jl.two_way_partial_auc_loss(s, y, min_tpr=0.5, max_fpr=0.5, sample_weight=w), "logits"),
     "smooth_ap_loss": Case(lambda s, y, w: jl.smooth_ap_loss(s, y, temperature=0.5, sample_weight=w), "logits"),
     "recall_at_precision_objective": Case(lambda s, y, w: jl.recall_at_precision_objective(s, y, 0.5, min_precision=0.6, sample_weight=w), "logits"),
     "auc_margin_loss": Case(lambda p, y, w: jl.auc_margin_loss(p, y, sample_weight=w), "probs"),
