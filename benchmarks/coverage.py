@@ -98,6 +98,60 @@ def auc_cell(key, sets, n, prevalence, auc, resamples, with_bca) -> dict:
     return out
 
 
+PARTIAL_MAX_FPR = 0.1
+SPECIFICITY = 0.9
+
+
+def true_clinical(auc: float) -> tuple[float, float]:
+    """(McClish-standardised partial AUC over FPR <= 0.1, sensitivity at specificity 0.9) of
+    the binormal model: TPR(f) = Phi(mu + Phi^-1(f)), integrated by the trapezoid rule."""
+    mu = binormal_mean(auc)
+    fpr = np.linspace(1e-12, PARTIAL_MAX_FPR, 200_001)
+    tpr = np.array([NORMAL.cdf(mu + NORMAL.inv_cdf(f)) for f in fpr[::100]])
+    tpr = np.interp(fpr, fpr[::100], tpr)
+    area = float(np.sum((tpr[1:] + tpr[:-1]) / 2 * np.diff(fpr)))
+    smallest, largest = PARTIAL_MAX_FPR**2 / 2, PARTIAL_MAX_FPR
+    partial = (1 + (area - smallest) / (largest - smallest)) / 2
+    return partial, NORMAL.cdf(mu - NORMAL.inv_cdf(SPECIFICITY))
+
+
+def _clinical(scores, labels, *, sample_weight=None):
+    return jnp.stack(
+        [
+            jm.partial_roc_auc(
+                scores,
+                labels,
+                fpr_range=(0.0, PARTIAL_MAX_FPR),
+                correct=True,
+                sample_weight=sample_weight,
+            ),
+            jm.sensitivity_at_specificity(
+                scores, labels, min_specificity=SPECIFICITY, sample_weight=sample_weight
+            ).value,
+        ],
+        axis=-1,
+    )
+
+
+def clinical_cell(key, sets, n, prevalence, auc, resamples) -> dict:
+    """Stratified percentile bootstrap intervals (pROC's default) of the partial AUC and of the
+    sensitivity at 90% specificity."""
+    scores, labels = simulate(key, sets, n, prevalence, auc)
+    result = jm.bootstrap(
+        _clinical,
+        scores,
+        labels,
+        key=jax.random.fold_in(key, 11),
+        num_resamples=resamples,
+        stratify=labels,
+    )
+    partial, sensitivity = true_clinical(auc)
+    return {
+        "partial AUC (percentile)": score(result.low[:, 0], result.high[:, 0], partial),
+        "sens @ spec 0.9 (percentile)": score(result.low[:, 1], result.high[:, 1], sensitivity),
+    }
+
+
 def recall_cell(key, sets, positives, recall) -> dict:
     successes = jax.random.binomial(key, positives, recall, (sets,)).astype(jnp.float32)
     trials = jnp.full((sets,), float(positives))
@@ -172,6 +226,16 @@ def main() -> None:
                     f"n={n:>5} prevalence={prevalence:<4} n+={positives:<4} AUC={auc}: {summary}",
                     flush=True,
                 )
+    clinical_rows = []
+    for n in [1000] if args.quick else [200, 1000, 10000]:
+        for prevalence in [0.5] if args.quick else [0.5, 0.1]:
+            for auc in [0.75] if args.quick else [0.75, 0.9]:
+                key, cell_key = jax.random.split(key)
+                methods = clinical_cell(cell_key, sets, n, prevalence, auc, resamples)
+                positives = max(2, round(prevalence * n))
+                clinical_rows.append(
+                    dict(n=n, prevalence=prevalence, positives=positives, auc=auc, methods=methods)
+                )
     recall_rows = []
     for positives in sorted({max(2, round(p * n)) for n in sizes for p in prevalences}):
         for recall in [0.8] if args.quick else [0.5, 0.8, 0.95, 0.99]:
@@ -186,6 +250,11 @@ def main() -> None:
     seconds = time.perf_counter() - started
     print("\nAUC: coverage of nominal 95% intervals (mean width)")
     print(markdown(auc_rows, "auc"))
+    print(
+        "\npartial AUC (FPR <= 0.1, McClish) and sensitivity at 90% specificity: coverage of "
+        "nominal 95% stratified percentile intervals (mean width)"
+    )
+    print(markdown(clinical_rows, "auc"))
     print("\nrecall: coverage of nominal 95% intervals (mean width)")
     print(markdown(recall_rows, "recall"))
     print(
@@ -202,12 +271,15 @@ def main() -> None:
             jax=jax.__version__,
             date=time.strftime("%Y-%m-%d %H:%M"),
             auc=auc_rows,
+            clinical=clinical_rows,
             recall=recall_rows,
         )
         (RESULTS / "coverage.json").write_text(json.dumps(record, indent=1) + "\n")
         (RESULTS / "coverage.md").write_text(
             "# Coverage of nominal 95% intervals (mean width)\n\n## AUC\n\n"
             + markdown(auc_rows, "auc")
+            + "\n\n## Partial AUC (FPR <= 0.1) | sensitivity at 90% specificity\n\n"
+            + markdown(clinical_rows, "auc")
             + "\n\n## Recall\n\n"
             + markdown(recall_rows, "recall")
             + f"\n\n{sets} test sets per AUC cell, {resamples} resamples, {seconds:.0f} s.\n"

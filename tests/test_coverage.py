@@ -38,3 +38,15 @@ def test_recall_intervals_cover():
     for method in ("Wilson", "Clopper-Pearson", "Agresti-Coull"):
         assert abs(cell[method]["coverage"] - 0.95) < 3 * math.sqrt(0.95 * 0.05 / 3000)
     assert np.isfinite(cell["normal (Wald)"]["mean_width"])
+
+
+def test_partial_auc_and_sensitivity_at_specificity_intervals_cover():
+    partial, sensitivity = coverage.true_clinical(0.75)
+    # the true values of the binormal model, from their closed forms at the cut points
+    assert sensitivity == pytest.approx(0.3716, abs=1e-4)
+    assert 0.5 < partial < 0.75
+    sets = 200
+    cell = coverage.clinical_cell(jax.random.key(3), sets, 1000, 0.5, 0.75, 200)
+    tolerance = 3 * math.sqrt(0.95 * 0.05 / sets)
+    for method, result in cell.items():
+        assert abs(result["coverage"] - 0.95) < tolerance, (method, result)
