@@ -1,5 +1,7 @@
 """Differentiable surrogates of jaxmetrics' metrics, as optax-style training losses."""
 
+from jaxmetrics._src.listwise_losses import approx_ndcg_loss as approx_ndcg_loss
+from jaxmetrics._src.listwise_losses import listnet_loss as listnet_loss
 from jaxmetrics._src.losses import soft_counts as soft_counts
 from jaxmetrics._src.losses import soft_f_beta_loss as soft_f_beta_loss
 from jaxmetrics._src.losses import soft_precision as soft_precision
@@ -14,15 +16,27 @@ from jaxmetrics._src.ranking_losses import (
     recall_at_precision_objective as recall_at_precision_objective,
 )
 from jaxmetrics._src.ranking_losses import smooth_ap_loss as smooth_ap_loss
+from jaxmetrics._src.stateful_losses import SoapState as SoapState
+from jaxmetrics._src.stateful_losses import balanced_batches as balanced_batches
+from jaxmetrics._src.stateful_losses import compositional_auc_loss as compositional_auc_loss
+from jaxmetrics._src.stateful_losses import multilabel_auc_margin_loss as multilabel_auc_margin_loss
+from jaxmetrics._src.stateful_losses import soap_loss as soap_loss
 
 __all__ = [
     "AucMarginState",
+    "SoapState",
+    "approx_ndcg_loss",
     "auc_margin_loss",
     "auc_margin_objective",
+    "balanced_batches",
+    "compositional_auc_loss",
+    "listnet_loss",
+    "multilabel_auc_margin_loss",
     "pairwise_auc_loss",
     "partial_auc_loss",
     "recall_at_precision_objective",
     "smooth_ap_loss",
+    "soap_loss",
     "soft_counts",
     "soft_f_beta_loss",
     "soft_precision",

@@ -58,6 +58,8 @@ LABEL_MATRIX = np.array([[1, 0, 0], [0, 1, 1], [1, 1, 0], [0, 0, 1]], np.int32)
 MASK_MATRIX = np.array([[1, 1, 1], [1, 0, 1], [1, 1, 1], [1, 1, 1]], np.float32)
 MULTI_SCORES = _rng.permutation(4 * N).reshape(4, N).astype(np.float32)  # [L, n]
 MULTI_LABELS = np.stack([LABELS, 1 - LABELS, LABELS[::-1], 1 - LABELS[::-1]])
+MULTI_PROBS = ((_rng.permutation(4 * N) + 0.5) / (4 * N)).reshape(4, N).astype(np.float32)
+POSITIVE_IDS = np.maximum(np.cumsum(LABELS) - 1, 0).astype(np.int32)  # SOAP's ids
 KEY = jax.random.key(0)
 STATE = jl.AucMarginState(jnp.float32(0.7), jnp.float32(0.3), jnp.float32(0.1))
 
@@ -80,6 +82,7 @@ FAMILIES = {
     "hanley": (("auc", "auc", np.float32(0.8)), ("num_positive", "class_size", np.int32(10)), ("num_negative", "class_size", np.int32(12))),
     "values": (("values", "score", SCORES), ("sample_weight", "weight", WEIGHTS)),
     "multilabel": (("scores", "score", MULTI_SCORES), ("labels", "label", MULTI_LABELS), ("sample_weight", "weight", np.tile(WEIGHTS, (4, 1)))),
+    "multilabel_probs": (("probs", "prob", MULTI_PROBS), ("labels", "label", MULTI_LABELS), ("sample_weight", "weight", np.tile(WEIGHTS, (4, 1)))),
     "multilabel_per_sample": (("scores", "score", MULTI_SCORES), ("labels", "label", MULTI_LABELS), ("sample_weight", "weight", WEIGHTS)),
     "query": (("scores", "score", SCORES), ("labels", "label", LABELS), ("sample_weight", "mask", MASK)),
     "graded": (("scores", "score", SCORES), ("relevance", "relevance", RELEVANCE), ("sample_weight", "mask", MASK)),
@@ -236,6 +239,11 @@ CASES = {
     "pairwise_auc_loss": Case(lambda s, y, w: jl.pairwise_auc_loss(s, y, surrogate="hinge", sample_weight=w), "logits"),
     "partial_auc_loss": Case(lambda s, y, w: jl.partial_auc_loss(s, y, max_fpr=0.5, sample_weight=w), "logits"),
     "two_way_partial_auc_loss": Case(lambda s, y, w: jl.two_way_partial_auc_loss(s, y, min_tpr=0.5, max_fpr=0.5, sample_weight=w), "logits"),
+    "approx_ndcg_loss": Case(lambda s, r, w: jl.approx_ndcg_loss(s, r, sample_weight=w), "graded"),
+    "listnet_loss": Case(lambda s, r, w: jl.listnet_loss(s, r, sample_weight=w), "graded"),
+    "compositional_auc_loss": Case(lambda s, y, w: jl.compositional_auc_loss(s, y, STATE, sample_weight=w), "logits"),
+    "multilabel_auc_margin_loss": Case(lambda p, y, w: jl.multilabel_auc_margin_loss(p, y, STATE, sample_weight=w), "multilabel_probs"),
+    "soap_loss": Case(lambda s, y, w: jl.soap_loss.loss(jl.soap_loss.init(6), s, y, POSITIVE_IDS, sample_weight=w)[0], "logits", batched=False),
     "smooth_ap_loss": Case(lambda s, y, w: jl.smooth_ap_loss(s, y, temperature=0.5, sample_weight=w), "logits"),
     "recall_at_precision_objective": Case(lambda s, y, w: jl.recall_at_precision_objective(s, y, 0.5, min_precision=0.6, sample_weight=w), "logits"),
     "auc_margin_loss": Case(lambda p, y, w: jl.auc_margin_loss(p, y, sample_weight=w), "probs"),
@@ -255,6 +263,7 @@ EXEMPT = {
     "bayes_threshold": "options only (costs), checked as options",
     "safe_divide": "arithmetic on given numbers: NaN in, NaN out",
     "resample_weights": "no data values: a key, resample indices and a size",
+    "balanced_batches": "labels to index, checked; no metric value to poison",
     "paired_difference": "takes a BootstrapResult, whose NaN resamples it drops by design",
     "unpaired_difference": "takes two BootstrapResults, whose NaN resamples it drops by design",
     "bootstrap_test": "takes a BootstrapResult, whose NaN resamples it drops by design",
