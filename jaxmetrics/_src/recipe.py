@@ -73,7 +73,8 @@ def _compiled(kernel: Callable[..., Any], options: tuple) -> Callable[..., Any]:
 def _trim(result: Any, length: int) -> Any:
     """The first `length` points of every leaf of an eager curve. On the CPU through numpy: a
     slice of a device array would compile one small program per length."""
-    if jax.default_backend() == "cpu":
+    concrete = validation.is_concrete(*jax.tree_util.tree_leaves(result))
+    if concrete and jax.default_backend() == "cpu":  # (a call inside a jit trace gets tracers)
         return jax.tree_util.tree_map(
             lambda leaf: jnp.asarray(np.asarray(leaf)[..., :length]), result
         )
