@@ -72,3 +72,19 @@ def test_subnormal_scores_are_consistent_under_jit_and_exact_eagerly():
     assert float(jax.jit(jm.roc_auc)(as_float32, labels)) == 0.5
     counts = jax.jit(jm.confusion_counts)(as_float32, labels, np.float32(0))
     assert [int(c) for c in counts] == [2, 2, 0, 0]
+
+
+@pytest.mark.parametrize("levels", [3, 50, 10**6])  # dense ties, some, almost none
+def test_host_tie_groups_equal_a_direct_oracle(levels):
+    rng = np.random.default_rng(levels)
+    for shape in [(1,), (2,), (37,), (3, 41), (2, 2, 19)]:
+        scores = (rng.integers(0, levels, shape) / 7).astype(np.float32)
+        order, start, stop = sorting._host_rank(scores)
+        ordered = np.take_along_axis(scores, order, -1)
+        assert (np.diff(ordered, axis=-1) >= 0).all()
+        for index in np.ndindex(shape[:-1]):
+            row = ordered[index]
+            expected_start = [int(np.argmax(row == value)) for value in row]
+            expected_stop = [len(row) - int(np.argmax(row[::-1] == value)) for value in row]
+            np.testing.assert_array_equal(start[index], expected_start)
+            np.testing.assert_array_equal(stop[index], expected_stop)

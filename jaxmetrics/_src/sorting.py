@@ -49,14 +49,49 @@ def _host_sort(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return packed & np.uint64(0xFFFFFFFF), packed >> np.uint64(32)
 
 
+def _sparse_tie_groups(tied: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(group_start, group_stop) when few neighbours tie, else None.
+
+    `tied[..., j]` says sorted positions j and j + 1 hold equal scores. Every position starts as
+    its own group ``[i, i + 1)``; only the tied runs are rewritten, which costs a few passes
+    over the few tied pairs instead of running minima and maxima over every position (those
+    took 40% of the rank of 20 x 10^5 continuous scores, measured).
+    """
+    rows = tied.reshape(-1, max(n - 1, 0))
+    pairs = np.flatnonzero(rows)  # flat pair index p = r * (n - 1) + j
+    if pairs.size * 4 > rows.size:
+        return None
+    position = np.arange(n, dtype=np.int32)
+    shape = tied.shape[:-1] + (n,)
+    if pairs.size == 0:  # no ties: every position is its own group
+        group_start = np.broadcast_to(position, shape).copy()
+        return group_start, group_start + 1
+    row, j = np.divmod(pairs, max(n - 1, 1))
+    flat = row * n + j  # flat position of the pair's first element
+    starts_run = np.ones(flat.size, bool)
+    starts_run[1:] = flat[1:] != flat[:-1] + 1
+    run = np.cumsum(starts_run) - 1
+    first = flat[starts_run]  # flat position where each tied run begins
+    last = flat[np.append(starts_run[1:], True)] + 1  # flat position where it ends
+    group_start = np.broadcast_to(position, (rows.shape[0], n)).copy().reshape(-1)
+    group_stop = group_start + 1
+    offset = row * n
+    for members in (flat, flat + 1):  # both elements of every tied pair
+        group_start[members] = first[run] - offset
+        group_stop[members] = last[run] + 1 - offset
+    return group_start.reshape(shape), group_stop.reshape(shape)
+
+
 def _host_rank(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """numpy twin of `_device_rank`: several times faster on CPU than XLA's sort with a payload."""
     # The callback receives jax Arrays; np.argsort on one would dispatch back to XLA's sort.
     order, ordered = _host_sort(np.asarray(scores))
     n = order.shape[-1]
-    is_end = np.concatenate(
-        [ordered[..., 1:] != ordered[..., :-1], np.ones(order.shape[:-1] + (1,), bool)], axis=-1
-    )
+    tied = ordered[..., 1:] == ordered[..., :-1]
+    sparse = _sparse_tie_groups(tied, n) if n > 1 else None
+    if sparse is not None:
+        return order.astype(np.int32), *sparse
+    is_end = np.concatenate([~tied, np.ones(order.shape[:-1] + (1,), bool)], axis=-1)
     stop = np.where(is_end, np.arange(1, n + 1, dtype=np.int32), np.int32(n))
     group_stop = np.flip(np.minimum.accumulate(np.flip(stop, -1), axis=-1), -1)
     is_start = np.concatenate([np.ones(order.shape[:-1] + (1,), bool), is_end[..., :-1]], axis=-1)
