@@ -78,6 +78,10 @@ METRICS = {
     "average_precision_at_k": Metric(functools.partial(jm.average_precision_at_k, k=5), weighted=False),
     "r_precision": Metric(jm.r_precision, weighted=False),
     "ndcg": Metric(functools.partial(jm.ndcg, k=10), weighted=False),
+    # label ranking: a score vector is one sample's label scores ([n, L] with n = 1)
+    "label_ranking_average_precision": Metric(lambda s, y: jm.label_ranking_average_precision(s[..., None, :], y[..., None, :])[..., 0], weighted=False),
+    "coverage_error": Metric(lambda s, y: jm.coverage_error(s[..., None, :], y[..., None, :])[..., 0], weighted=False),
+    "label_ranking_loss": Metric(lambda s, y: jm.label_ranking_loss(s[..., None, :], y[..., None, :])[..., 0], weighted=False),
 }
 # fmt: on
 
@@ -229,9 +233,9 @@ def test_every_public_metric_of_samples_is_registered():
         jm.root_mean_squared_error,
         jm.r2_score,
         jm.classification_report,  # built from confusion_matrix and the rates
-        jm.label_ranking_average_precision,  # [n, L]: labels ranked per sample, per-sample
-        jm.coverage_error,  # values; their own tests (test_label_ranking.py) and the bad-input
-        jm.label_ranking_loss,  # table cover them
+        jm.label_ranking_average_precision,  # registered through a one-sample wrapper above
+        jm.coverage_error,
+        jm.label_ranking_loss,
     }
     for name in jm.__all__:
         function = getattr(jm, name)
