@@ -77,10 +77,6 @@ def _label_ranking_loss_kernel(scores: Array, labels: Array, weights: Array | No
     return safe_divide(misordered, pairs)
 
 
-def _not_zero_or_one(values: ArrayLike) -> ArrayLike:
-    return (values != 0) & (values != 1)  # NaN is neither
-
-
 def _label_metric(
     kernel: Callable[..., Array],
     scores: ArrayLike,
@@ -99,7 +95,7 @@ def _label_metric(
         invalid_mask = validation.check_values(
             sample_weight,
             "sample_weight",
-            _not_zero_or_one,
+            validation.not_zero_or_one,
             "be 0 or 1 (an entry mask: 0 leaves the label out)",
         )
         # checked to be 0/1 (or marked): as int32 the counts are exact, and a masked eager call

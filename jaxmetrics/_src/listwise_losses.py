@@ -21,9 +21,9 @@ import jax.numpy as jnp
 
 from jaxmetrics._src import validation
 from jaxmetrics._src.counts import safe_divide
-from jaxmetrics._src.losses import _is_not_finite, check_temperature
+from jaxmetrics._src.losses import check_temperature
 from jaxmetrics._src.ranking_losses import _row_sums
-from jaxmetrics._src.retrieval_ties import _MASK, _not_a_grade, _not_zero_or_one
+from jaxmetrics._src.retrieval_ties import _MASK, _not_a_grade
 from jaxmetrics._src.typing import Array, ArrayLike
 
 
@@ -40,13 +40,15 @@ def _query_inputs(
         [("scores", scores), ("relevance", relevance), ("sample_weight", mask)]
     )
     invalid = validation.check_values(
-        scores, "scores", _is_not_finite, "be finite"
+        scores, "scores", validation.not_finite, "be finite"
     ) | validation.check_values(relevance, "relevance", _not_a_grade, "be non-negative and finite")
     dtype = scores.dtype
     if mask is None:
         mask = jnp.ones(relevance.shape, dtype)
     else:
-        invalid = invalid | validation.check_values(mask, "sample_weight", _not_zero_or_one, _MASK)
+        invalid = invalid | validation.check_values(
+            mask, "sample_weight", validation.not_zero_or_one, _MASK
+        )
         mask = jnp.asarray(mask).astype(dtype)
     invalid = jnp.broadcast_to(invalid, batch_shape)
     return jnp.asarray(scores), jnp.asarray(relevance).astype(dtype), mask, invalid

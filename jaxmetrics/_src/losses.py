@@ -16,16 +16,11 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from jaxmetrics._src import rates as rates_lib
 from jaxmetrics._src import validation
 from jaxmetrics._src.counts import Counts
 from jaxmetrics._src.typing import Array, ArrayLike
-
-
-def _is_not_finite(values: ArrayLike) -> ArrayLike:
-    return ~((values > -np.inf) & (values < np.inf))  # NaN fails both comparisons
 
 
 def loss_inputs(
@@ -46,7 +41,7 @@ def loss_inputs(
         [(name, predictions), ("labels", labels), ("sample_weight", weights)]
     )
     invalid = validation.check_values(
-        predictions, name, _is_not_finite, "be finite"
+        predictions, name, validation.not_finite, "be finite"
     ) | validation.check_binary_labels(labels)
     dtype = predictions.dtype
     if weights is None:

@@ -26,10 +26,6 @@ _ROC_AUC_AVERAGES = options_of(RocAucAverage)
 _AP_AVERAGES = options_of(Average)
 
 
-def _is_not_finite(values: ArrayLike) -> ArrayLike:
-    return ~((values > -np.inf) & (values < np.inf))  # NaN fails both comparisons
-
-
 def _probability_matrix(probs: ArrayLike, labels: ArrayLike) -> tuple[Array, Array, Array, int]:
     """Class scores ``[*batch, n, C]``, labels int32 ``[*batch, n]``, `invalid` ``[*batch]``
     and C."""
@@ -45,7 +41,9 @@ def _probability_matrix(probs: ArrayLike, labels: ArrayLike) -> tuple[Array, Arr
             f"`labels` must have one class per row of `probs`: expected {probs.shape[-2]} samples, "
             f"got shape {tuple(labels.shape)}."
         )
-    invalid = validation.check_values(probs, "probs", _is_not_finite, "be finite", sample_axes=2)
+    invalid = validation.check_values(
+        probs, "probs", validation.not_finite, "be finite", sample_axes=2
+    )
     try:
         batch_shape = tuple(np.broadcast_shapes(probs.shape[:-2], labels.shape[:-1]))
     except ValueError:

@@ -180,10 +180,6 @@ _MASK = (
 )
 
 
-def _not_zero_or_one(values: Any) -> Any:
-    return (values != 0) & (values != 1)
-
-
 def _not_a_grade(values: Any) -> Any:
     return ~((values >= 0) & (values < np.inf))
 
@@ -223,7 +219,7 @@ def run(
         batch_shape = invalid.shape
     if weights is not None:
         invalid = invalid | validation.check_values(
-            weights, "sample_weight", _not_zero_or_one, _MASK
+            weights, "sample_weight", validation.not_zero_or_one, _MASK
         )
     invalid = (np if isinstance(invalid, np.ndarray) else jnp).broadcast_to(invalid, batch_shape)
     # k is traced, not static: one compiled program serves every k; past m it changes nothing

@@ -231,10 +231,6 @@ class ConfusionState:
         return validation.nan_where(bad, dict(report._asdict()))
 
 
-def _is_not_finite(values: ArrayLike) -> ArrayLike:
-    return ~((values > -np.inf) & (values < np.inf))  # NaN fails both comparisons
-
-
 @state_class
 class Mean:
     r"""Weighted running mean of per-sample values (a loss, an absolute error).
@@ -274,7 +270,7 @@ class Mean:
         values = validation.as_real_array(values, "values", min_ndim=0, host=True)
         every_axis = max(np.ndim(values), 1)
         invalid = validation.check_values(
-            values, "values", _is_not_finite, "be finite", sample_axes=every_axis
+            values, "values", validation.not_finite, "be finite", sample_axes=every_axis
         )
         values = jnp.asarray(values, dtype)
         if sample_weight is None:

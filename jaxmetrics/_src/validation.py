@@ -71,6 +71,17 @@ def check_values(
     return jnp.any(is_bad(values), axis=axes)
 
 
+# Predicates for `check_values`, written with comparisons that work on numpy and jnp alike.
+def not_finite(values: Any) -> Any:
+    """NaN or +-inf: NaN fails both comparisons."""
+    return ~((values > -np.inf) & (values < np.inf))
+
+
+def not_zero_or_one(values: Any) -> Any:
+    """Anything but 0 and 1 (a 0/1 mask); NaN is neither."""
+    return (values != 0) & (values != 1)
+
+
 def check_option(value: Any, name: str, allowed: Sequence[Any]) -> Any:
     """A string/None option must be one of `allowed` (the `Literal` it is typed with)."""
     if not any(value is a or (isinstance(value, str) and value == a) for a in allowed):
