@@ -23,7 +23,7 @@ import jax.numpy as jnp
 from jaxmetrics._src import sorting, validation
 from jaxmetrics._src.counts import safe_divide
 from jaxmetrics._src.losses import check_temperature, loss_inputs
-from jaxmetrics._src.ranking_losses import _PAIR_BLOCK, _row_sums
+from jaxmetrics._src.ranking_losses import _PAIR_BLOCK, _row_sums, hinge_total
 from jaxmetrics._src.typing import Array, ArrayLike, Surrogate, options_of
 
 PartialAucMethod: TypeAlias = Literal["cvar", "kl"]
@@ -81,26 +81,6 @@ def _shares(ranked: sorting.Ranked, weight: Array, kept: Array, *, top: bool) ->
     return jnp.clip(safe_divide(kept - ahead, through - below, 0.0), 0.0, 1.0)
 
 
-def _hinge_total(
-    ranked: sorting.Ranked, positive: Array, negative: Array, margin: float, power: int
-) -> Array:
-    """sum_ij positive_i negative_j max(0, margin - (s_i - s_j))^power, power 1 or 2, weights in
-    ranked order: `ranking_losses._hinge_pairs` on a sort already made. For each positive the
-    active negatives (s_j > s_i - margin) are a suffix of the order, so the pair sum is prefix-
-    sum differences of the negatives' weight, weighted scores and weighted squares."""
-    s = ranked.scores
-    moments = jnp.stack([negative * s**k for k in range(power + 1)], axis=-1)
-    # one scan and one search for all the moments (each costs compile time on CPU)
-    prefix = jax.vmap(sorting.prefix_sum, in_axes=1, out_axes=1)(moments)
-    suffix = prefix[-1] - sorting.at_thresholds(ranked, prefix, s - margin, inclusive=True)
-    gap = margin - s  # the pair term is gap_i + s_j
-    if power == 1:
-        per_positive = suffix[:, 0] * gap + suffix[:, 1]
-    else:
-        per_positive = suffix[:, 0] * gap * gap + 2 * gap * suffix[:, 1] + suffix[:, 2]
-    return (positive * per_positive).sum()
-
-
 def _cvar_kernel(
     scores: Array,
     labels: Array,
@@ -124,7 +104,7 @@ def _cvar_kernel(
     if min_tpr > 0:
         positive = positive * _shares(ranked, fixed * labels, kept_positive, top=False)
     if surrogate in ("hinge", "squared_hinge"):
-        total = _hinge_total(ranked, positive, negative, margin, 1 if surrogate == "hinge" else 2)
+        total = hinge_total(ranked, positive, negative, margin, 1 if surrogate == "hinge" else 2)
     else:
         total = (positive * _row_sums(ranked.scores, negative, _pair_term(surrogate, margin))).sum()
     return safe_divide(total, kept_positive * kept_negative, 0.0)

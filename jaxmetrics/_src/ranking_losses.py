@@ -24,31 +24,34 @@ _SURROGATES = options_of(Surrogate)
 _PAIR_BLOCK = 256
 
 
-def _hinge_pairs(scores: Array, labels: Array, weights: Array, margin: float, power: int) -> Array:
-    """Sum over positive-negative pairs of w_i w_j max(0, margin - (s_i - s_j))^power, power 1/2.
+def hinge_total(
+    ranked: sorting.Ranked, positive: Array, negative: Array, margin: float, power: int
+) -> Array:
+    """sum_ij positive_i negative_j max(0, margin - (s_i - s_j))^power, power 1 or 2, with the
+    weights given in the ranked order (also the partial-AUC losses' pair sum).
 
-    A pair is active when s_j > s_i - margin. One sort of the scores; for each positive, the
-    active negatives are a suffix of the ascending order, whose weight, weighted sum and weighted
-    sum of squares are prefix-sum differences: O(n log n), no pair matrix.
+    A pair is active when s_j > s_i - margin. For each positive the active negatives are a
+    suffix of the ascending order, whose weight, weighted sum and weighted sum of squares are
+    prefix-sum differences: O(n log n), no pair matrix.
     """
-    ranked = sorting.rank(scores)
-    negative_weight = (weights * (1 - labels))[ranked.order]
     s = ranked.scores
-
-    def suffix(values: Array, cut: Array) -> Array:
-        prefix = sorting.prefix_sum(values)
-        return prefix[-1] - sorting.at_thresholds(ranked, prefix, cut, inclusive=True)
-
-    cut = scores - margin  # negatives scoring above the cut are active for this positive
-    count = suffix(negative_weight, cut)
-    first = suffix(negative_weight * s, cut)
-    gap = margin - scores  # the pair term is gap_i + s_j
+    moments = jnp.stack([negative * s**k for k in range(power + 1)], axis=-1)
+    # one scan and one search for all the moments (each costs compile time on CPU)
+    prefix = jax.vmap(sorting.prefix_sum, in_axes=1, out_axes=1)(moments)
+    suffix = prefix[-1] - sorting.at_thresholds(ranked, prefix, s - margin, inclusive=True)
+    gap = margin - s  # the pair term is gap_i + s_j
     if power == 1:
-        per_positive = count * gap + first
+        per_positive = suffix[:, 0] * gap + suffix[:, 1]
     else:
-        second = suffix(negative_weight * s * s, cut)
-        per_positive = count * gap * gap + 2 * gap * first + second
-    return (weights * labels * per_positive).sum()
+        per_positive = suffix[:, 0] * gap * gap + 2 * gap * suffix[:, 1] + suffix[:, 2]
+    return (positive * per_positive).sum()
+
+
+def _hinge_pairs(scores: Array, labels: Array, weights: Array, margin: float, power: int) -> Array:
+    """`hinge_total` over every positive-negative pair: one sort of the scores."""
+    ranked = sorting.rank(scores)
+    labels, weights = labels[ranked.order], weights[ranked.order]
+    return hinge_total(ranked, weights * labels, weights * (1 - labels), margin, power)
 
 
 def _row_sums(scores: Array, column_weight: Array, term: Callable[[Array, Array], Array]) -> Array:
