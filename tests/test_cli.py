@@ -122,6 +122,17 @@ ERRORS = {
         [*SCORE, "--json", "data.csv/out.json"],
         ["--json data.csv/out.json: data.csv is not a directory"],
     ),
+    "blank cluster cell": (
+        "id,y,s\na,1,0.9\nb,0,0.2\n,1,0.7\nd,0,0.4\n",
+        [*SCORE, "--cluster", "id"],
+        ["data.csv: column 'id' has a blank cell (data row 3)"],
+    ),
+    "cluster column missing": (CSV, [*SCORE, "--cluster", "id"], ["data.csv: no column 'id'"]),
+    "cluster is the label": (
+        CSV,
+        [*SCORE, "--cluster", "y"],
+        ["--cluster 'y' is the label column"],
+    ),
     "plots folder is a file": (
         CSV,
         [*SCORE, "--plots", "data.csv"],
