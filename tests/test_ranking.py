@@ -173,3 +173,8 @@ def test_half_precision_scores_are_accepted(rng):
 def test_signed_zeros_are_one_tie_group():
     scores = np.array([-0.0, 0.0, 0.0, -0.0], np.float32)
     assert float(jm.roc_auc(scores, [0, 1, 0, 1])) == 0.5
+
+
+def test_precision_at_k_of_a_query_without_relevant_items_is_nan():
+    values = jm.precision_at_k([[0.9, 0.5, 0.1], [0.3, 0.2, 0.1]], [[0, 0, 0], [1, 0, 0]], k=2)
+    assert np.isnan(float(values[0])) and float(values[1]) == pytest.approx(0.5)

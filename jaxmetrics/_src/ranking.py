@@ -241,9 +241,10 @@ def precision_at_k(
     the tied group contributes its share of positives to the places left, which is the expected
     precision when the tie is broken at random, so the result never depends on the sample
     order. With weights, k counts weight (an integer weight w stands for w copies of the
-    sample); if the total weight is below k, the precision is over all samples, and with no
-    weight at all it is NaN. NaN or infinite scores, labels outside {0, 1} and negative weights
-    raise `ValueError`; under `jax.jit` the value of the affected batch element is NaN.
+    sample); if the total weight is below k, the precision is over all samples; with no
+    weight at all, or no positive (a query without a relevant item), it is NaN. NaN or
+    infinite scores, labels outside {0, 1} and negative weights raise `ValueError`; under
+    `jax.jit` the value of the affected batch element is NaN.
     Precision: called eagerly, float64 and large-integer scores are ranked exactly (README,
     "Precision rules"); under `jax.jit` they are what JAX made them (float32 unless
     `jax_enable_x64` is on), so scores that float32 cannot tell apart tie.
@@ -287,4 +288,7 @@ def _precision_at_k_kernel(scores: Array, labels: Array, weights: Array | None, 
     crossing = ranked.is_group_start & (taken_above < budget) & (budget <= taken_here)
     share = safe_divide(groups.tp - groups.tp_above, taken_here - taken_above, 0.0)
     hits = groups.tp_above.astype(dtype) + (budget - taken_above) * share
-    return safe_divide(jnp.where(crossing, hits, 0).sum(), budget, jnp.nan)
+    value = safe_divide(jnp.where(crossing, hits, 0).sum(), budget, jnp.nan)
+    # a query without a relevant item has nothing to retrieve: undefined, as in every retrieval
+    # metric of the library (never a 0 that would pull a mean over queries down)
+    return jnp.where(groups.total_positive > 0, value, jnp.nan)
