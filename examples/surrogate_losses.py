@@ -1,24 +1,6 @@
-"""Do metric surrogates beat cross-entropy? An honest experiment on imbalanced data.
+"""Do metric surrogates beat cross-entropy? A tuned, paired experiment on imbalanced data.
 
-Two settings with about 2% positives: "well-specified" (the label follows a logistic model that is
-linear in the features, so a linear model can be exactly right) and "misspecified" (the log-odds
-have interactions and a squared term a linear model cannot represent). Two models: a linear model
-and a small MLP (one hidden layer of 16 tanh units). Seven ways to train, all with Adam, full batch:
-
-* BCE: binary cross-entropy, F1 at the default threshold 0.5;
-* weighted BCE: positives weighted by (1 - prevalence) / prevalence, F1 at 0.5;
-* BCE + tuned threshold: the BCE model, F1 at the threshold that maximises F1 on a validation
-  set, the fair baseline (Lipton, Elkan and Narayanaswamy 2014);
-* soft-F1, pairwise AUC (squared hinge, O(n log n)), AUC-M, Smooth-AP: jaxmetrics.losses.
-
-Every loss after the first two is also given a validation-tuned threshold, so the F1 column
-compares decision rules fairly. Each configuration runs over several seeds (fresh data, fresh
-initialisation), trained in one vmapped program per configuration; the test metrics are
-jaxmetrics' own, and each surrogate is compared with BCE by a DeLong test per seed and a
-bootstrap interval (jaxmetrics.bootstrap) of the mean paired difference over seeds.
-
-    python examples/surrogate_losses.py            # 10 seeds, 22 minutes on 2 busy CPU cores
-    python examples/surrogate_losses.py --quick    # 2 seeds, small sizes, under a minute
+DOCSTRING PLACEHOLDER
 """
 
 from __future__ import annotations
@@ -26,6 +8,8 @@ from __future__ import annotations
 import argparse
 import functools
 import time
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -36,11 +20,48 @@ import jaxmetrics as jm
 import jaxmetrics.losses as jl
 
 FEATURES = 8
+HIDDEN = 16
 PREVALENCE = 0.02
+LEARNING_RATES = (0.01, 0.03, 0.1)
+MAX_FPR = 0.1
+TOP_K = 10
+ITEMS = 50
+RELEVANCE_CUTS = (3.0, 4.5, 6.0)
+BINARY_METRICS = ("AUC", "AP", "pAUC", "F1")
+BINARY_CONFIGURATIONS = (
+    ("well-specified", "linear"),
+    ("well-specified", "mlp"),
+    ("misspecified", "mlp"),
+)
+RANKING_MODELS = ("linear", "mlp")
+NDCG = f"NDCG@{TOP_K}"
 
 
-def make_data(key, n, setting):
-    """Features and 0/1 labels; the intercept is set so that about 2% are positive."""
+class Sizes(NamedTuple):
+    seeds: int
+    train: int  # training rows of the binary problems
+    evaluation: int  # validation rows, and as many test rows
+    steps: int  # full-batch Adam steps, every loss
+    train_queries: int  # learning-to-rank queries of ITEMS items each
+    evaluation_queries: int  # validation queries, and as many test queries
+
+
+FULL = Sizes(seeds=10, train=1500, evaluation=10000, steps=150, train_queries=200,
+             evaluation_queries=1000)
+QUICK = Sizes(seeds=2, train=400, evaluation=2000, steps=20, train_queries=40,
+              evaluation_queries=100)
+
+
+# ---------------------------------------------------------------------------------------------
+# Data
+
+
+def binary_data(key, n, setting):
+    """Features [n, F] and 0/1 labels [n], about PREVALENCE positive.
+
+    "well-specified": the log-odds are linear in the features. "misspecified": they hold an
+    interaction and a square that a linear model cannot represent.
+    """
     x = jax.random.normal(key, (n, FEATURES))
     if setting == "well-specified":
         logit = x @ jnp.linspace(1.0, -0.5, FEATURES)
@@ -48,190 +69,466 @@ def make_data(key, n, setting):
         logit = 1.5 * x[:, 0] * x[:, 1] + x[:, 2] ** 2 - 1.0 + 0.5 * x[:, 3]
 
     # the intercept that makes the mean probability PREVALENCE, by bisection
-    def mean_probability(intercept):
-        return jax.nn.sigmoid(2.0 * (logit + intercept)).mean()
-
     def halve(_, bounds):
         low, high = bounds
         middle = (low + high) / 2
-        too_many = mean_probability(middle) > PREVALENCE
+        too_many = jax.nn.sigmoid(2.0 * (logit + middle)).mean() > PREVALENCE
         return jnp.where(too_many, low, middle), jnp.where(too_many, middle, high)
 
     low, high = jax.lax.fori_loop(0, 40, halve, (jnp.array(-50.0), jnp.array(50.0)))
     probability = jax.nn.sigmoid(2.0 * (logit + (low + high) / 2))
-    labels = (jax.random.uniform(jax.random.fold_in(key, 1), (n,)) < probability).astype(jnp.int32)
-    return x, labels
+    labels = jax.random.uniform(jax.random.fold_in(key, 1), (n,)) < probability
+    return x, labels.astype(jnp.int32)
 
 
-def init(key, model):
-    if model == "linear":
-        return {"w": jnp.zeros(FEATURES), "b": jnp.array(-3.0)}
+def ranking_data(key, queries):
+    """Items [Q, ITEMS, F] and graded relevance 0..3 [Q, ITEMS].
+
+    The grade counts the RELEVANCE_CUTS passed by a nonlinear utility of the item's features
+    plus a query offset (shared by the query's items, not observed) and item noise.
+    """
+    k_items, k_offset, k_noise = jax.random.split(key, 3)
+    x = jax.random.normal(k_items, (queries, ITEMS, FEATURES))
+    utility = 1.5 * x[..., 0] * x[..., 1] + x[..., 2] ** 2 + 0.5 * x[..., 3] - x[..., 4]
+    offset = jax.random.normal(k_offset, (queries, 1))
+    noise = 0.5 * jax.random.normal(k_noise, (queries, ITEMS))
+    passed = (utility + offset + noise)[..., None] > jnp.asarray(RELEVANCE_CUTS)
+    return x, passed.sum(-1).astype(jnp.float32)
+
+
+# ---------------------------------------------------------------------------------------------
+# Model and losses
+
+
+def init_params(key, bias):
+    """A linear part (zero weights, intercept `bias`) and a hidden layer of HIDDEN tanh units."""
     k1, k2 = jax.random.split(key)
     return {
-        "w1": jax.random.normal(k1, (FEATURES, 16)) / jnp.sqrt(FEATURES),
-        "b1": jnp.zeros(16),
-        "w2": jax.random.normal(k2, (16,)) / 4.0,
-        "b2": jnp.array(-3.0),
+        "w": jnp.zeros(FEATURES),
+        "b": jnp.asarray(bias, jnp.float32),
+        "w1": jax.random.normal(k1, (FEATURES, HIDDEN)) / jnp.sqrt(FEATURES),
+        "b1": jnp.zeros(HIDDEN),
+        "w2": jax.random.normal(k2, (HIDDEN,)) / 4.0,
     }
 
 
-def forward(params, x, model):
-    if model == "linear":
-        return x @ params["w"] + params["b"]
-    return jnp.tanh(x @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
+def forward(params, x, hidden):
+    """Scores [...] of features [..., F]: linear, plus the tanh layer where `hidden` is 1.
+
+    With `hidden` 0 the hidden weights get zero gradients and Adam leaves them where they are,
+    so the linear model and the MLP (a linear part plus a hidden layer) share one program.
+    """
+    linear = x @ params["w"] + params["b"]
+    return linear + hidden * (jnp.tanh(x @ params["w1"] + params["b1"]) @ params["w2"])
 
 
-def objective(name, logits, labels, state):
-    if name in ("BCE", "BCE + tuned threshold"):
-        return optax.sigmoid_binary_cross_entropy(logits, labels).mean()
-    if name == "weighted BCE":
-        weight = jnp.where(labels == 1, (1 - PREVALENCE) / PREVALENCE, 1.0)
-        return (weight * optax.sigmoid_binary_cross_entropy(logits, labels)).mean()
-    if name == "soft-F1":
-        return jl.soft_f_beta_loss(logits, labels)
-    if name == "pairwise AUC":
-        return jl.pairwise_auc_loss(logits, labels, surrogate="squared_hinge")
-    if name == "AUC-M":
-        return jl.auc_margin_objective(jax.nn.sigmoid(logits), labels, state)
-    if name == "Smooth-AP":
-        return jl.smooth_ap_loss(logits, labels, temperature=0.1)
-    raise ValueError(name)
+class Loss(NamedTuple):
+    """A training loss: `value(scores, labels, state) -> (loss, state)` and its target metric."""
+
+    name: str
+    target: str  # the metric it stands in for, or "baseline"
+    value: Callable
+    init_state: Callable = lambda n: ()  # state for a training set of n rows
+    min_max: bool = False  # descend on the state's a and b, ascend on its alpha (AUC-M)
 
 
-def train(name, model, key, x, labels, steps, learning_rate=0.05):
-    """Full-batch Adam; AUC-M also descends on (a, b) and ascends on its dual variable alpha."""
-    params = init(key, model)
+def stateless(loss):
+    """`value` of a loss without state from `loss(scores, labels)` (its mean over queries)."""
+
+    def value(scores, labels, state):
+        return loss(scores, labels).mean(), state
+
+    return value
+
+
+def bce(logits, labels):
+    return optax.sigmoid_binary_cross_entropy(logits, labels)
+
+
+def weighted_bce(logits, labels):
+    weight = jnp.where(labels == 1, (1 - PREVALENCE) / PREVALENCE, 1.0)
+    return weight * optax.sigmoid_binary_cross_entropy(logits, labels)
+
+
+def auc_margin_state(n):
+    return jl.AucMarginState(jnp.array(0.0), jnp.array(0.0), jnp.array(0.0))
+
+
+def auc_m(logits, labels, state):
+    return jl.auc_margin_objective(jax.nn.sigmoid(logits), labels, state), state
+
+
+def compositional_auc(logits, labels, state):
+    return jl.compositional_auc_loss(logits, labels, state), state
+
+
+def soap(logits, labels, state):
+    """SOAP on the full batch: every training positive has its own entry, ids from 0."""
+    ids = jnp.where(labels == 1, jnp.cumsum(labels) - 1, -1)
+    return jl.soap_loss.loss(state, logits, labels, ids)
+
+
+def squared_error(scores, relevance):
+    return (scores - relevance) ** 2
+
+
+def pairwise_logistic(scores, relevance):
+    return jl.pairwise_auc_loss(scores, relevance > 0)
+
+
+BINARY_LOSSES = (
+    Loss("BCE", "baseline", stateless(bce)),
+    Loss("weighted BCE", "F1", stateless(weighted_bce)),
+    Loss("soft-F1", "F1", stateless(jl.soft_f_beta_loss)),
+    Loss(
+        "pairwise AUC",
+        "AUC",
+        stateless(functools.partial(jl.pairwise_auc_loss, surrogate="squared_hinge")),
+    ),
+    Loss("AUC-M", "AUC", auc_m, auc_margin_state, min_max=True),
+    Loss("compositional AUC", "AUC", compositional_auc, auc_margin_state, min_max=True),
+    Loss("Smooth-AP", "AP", stateless(functools.partial(jl.smooth_ap_loss, temperature=0.1))),
+    Loss("SOAP", "AP", soap, jl.soap_loss.init),
+    Loss(
+        "pAUC CVaR",
+        "pAUC",
+        stateless(functools.partial(jl.partial_auc_loss, max_fpr=MAX_FPR, method="cvar")),
+    ),
+    Loss(
+        "pAUC KL",
+        "pAUC",
+        stateless(functools.partial(jl.partial_auc_loss, max_fpr=MAX_FPR, method="kl")),
+    ),
+)
+RANKING_LOSSES = (
+    Loss("pointwise MSE", "baseline", stateless(squared_error)),
+    Loss("ApproxNDCG", NDCG, stateless(jl.approx_ndcg_loss)),
+    Loss("ListNet", NDCG, stateless(jl.listnet_loss)),
+    Loss("pairwise logistic", NDCG, stateless(pairwise_logistic)),
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Training and scoring
+
+
+def descent_ascent(state, grads, learning_rate):
+    """One plain gradient step on AUC-M's state: down on a and b, up on alpha (kept >= 0)."""
+    return jl.AucMarginState(
+        state.a - learning_rate * grads.a,
+        state.b - learning_rate * grads.b,
+        jnp.maximum(0.0, state.alpha + learning_rate * grads.alpha),
+    )
+
+
+def train(loss, x, labels, hidden, init_key, learning_rate, steps, bias):
+    """Parameters after `steps` full-batch Adam steps on `loss`."""
+    params = init_params(init_key, bias)
     optimizer = optax.adam(learning_rate)
-    opt_state = optimizer.init(params)
-    auc_state = jl.AucMarginState(jnp.array(0.0), jnp.array(0.0), jnp.array(0.0))
+
+    def objective(params, state):
+        return loss.value(forward(params, x, hidden), labels, state)
 
     def step(carry, _):
-        params, opt_state, auc_state = carry
-        loss = lambda p, s: objective(name, forward(p, x, model), labels, s)  # noqa: E731
-        grads, state_grads = jax.grad(loss, argnums=(0, 1))(params, auc_state)
+        params, opt_state, state = carry
+        if loss.min_max:
+            (grads, state_grads), _ = jax.grad(objective, (0, 1), has_aux=True)(params, state)
+            state = descent_ascent(state, state_grads, learning_rate)
+        else:
+            grads, state = jax.grad(objective, has_aux=True)(params, state)
         updates, opt_state = optimizer.update(grads, opt_state, params)
-        params = optax.apply_updates(params, updates)
-        auc_state = jl.AucMarginState(
-            auc_state.a - learning_rate * state_grads.a,
-            auc_state.b - learning_rate * state_grads.b,
-            jnp.maximum(0.0, auc_state.alpha + learning_rate * state_grads.alpha),
-        )
-        return (params, opt_state, auc_state), None
+        return (optax.apply_updates(params, updates), opt_state, state), None
 
-    (params, _, _), _ = jax.lax.scan(step, (params, opt_state, auc_state), None, length=steps)
+    carry = (params, optimizer.init(params), loss.init_state(labels.size))
+    (params, _, _), _ = jax.lax.scan(step, carry, None, length=steps)
     return params
 
 
 @functools.cache
-def fitter(name, model, steps):
-    """One compiled, seed-vmapped trainer per (loss, model): the settings reuse it."""
-    return jax.jit(jax.vmap(lambda k, x, y: train(name, model, k, x, y, steps)))
+def trainer(loss, steps, bias):
+    """One compiled program per loss, vmapped over configurations, seeds and learning rates.
+
+    Takes x [C, S, ...], labels [C, S, ...], hidden [C], init keys [S] and rates [R]; returns
+    parameters with leading axes [C, S, R]. Every configuration has the same shapes, so the
+    program compiles once per loss.
+    """
+
+    def one(x, labels, hidden, init_key, learning_rate):
+        return train(loss, x, labels, hidden, init_key, learning_rate, steps, bias)
+
+    over_rates = jax.vmap(one, in_axes=(None, None, None, None, 0))
+    over_seeds = jax.vmap(over_rates, in_axes=(0, 0, None, 0, None))
+    return jax.jit(jax.vmap(over_seeds, in_axes=(0, 0, 0, None, None)))
 
 
-LOSSES = (
-    "BCE",
-    "weighted BCE",
-    "BCE + tuned threshold",
-    "soft-F1",
-    "pairwise AUC",
-    "AUC-M",
-    "Smooth-AP",
-)
-DEFAULT_THRESHOLD = ("BCE", "weighted BCE")  # the rest get a validation-tuned threshold
+@jax.jit
+def score(params, x, hidden):
+    """Scores [C, S, R, ...] of parameters [C, S, R] on features [C, S, ..., F]."""
+    over_rates = jax.vmap(forward, in_axes=(0, None, None))
+    over_seeds = jax.vmap(over_rates, in_axes=(0, 0, None))
+    return jax.vmap(over_seeds, in_axes=(0, 0, 0))(params, x, hidden)
 
 
-def run_configuration(setting, model, seeds, sizes, steps):
-    """Test logits [S, n] and validation-chosen thresholds [S] of every loss, and test labels."""
-    n_train, n_val, n_test = sizes
-    keys = jax.random.split(jax.random.key(0), seeds)
-    data = jax.vmap(lambda k: make_data(k, n_train + n_val + n_test, setting))(keys)
-    x, y = data
-    split = lambda a, lo, hi: a[:, lo:hi]  # noqa: E731
-    train_x, train_y = split(x, 0, n_train), split(y, 0, n_train)
-    val_x, val_y = split(x, n_train, n_train + n_val), split(y, n_train, n_train + n_val)
-    test_x, test_y = split(x, n_train + n_val, None), split(y, n_train + n_val, None)
-    outputs = {}
-    trained_bce = None
-    for name in LOSSES:
-        if name == "BCE + tuned threshold":
-            params = trained_bce
-        else:
-            params = fitter(name, model, steps)(keys, train_x, train_y)
-            if name == "BCE":
-                trained_bce = params
-        score = jax.vmap(lambda p, a: forward(p, a, model))
-        val_logits, test_logits = score(params, val_x), score(params, test_x)
-        if name in DEFAULT_THRESHOLD:
-            threshold = jnp.zeros(seeds)
-        else:
-            _, threshold = jm.max_f_beta(val_logits, val_y)
-        outputs[name] = (np.asarray(test_logits), np.asarray(threshold))
-    return outputs, np.asarray(test_y)
+def train_and_score(losses, splits, hidden, init_keys, steps, bias):
+    """Validation and test scores [L, C, S, R, ...] of every loss, and the number of runs whose
+    scores were not finite (set to 0 there, a constant scorer)."""
+    (train_x, train_y), (val_x, _), (test_x, _) = splits
+    rates = jnp.asarray(LEARNING_RATES)
+    val_scores, test_scores = [], []
+    for loss in losses:
+        params = trainer(loss, steps, bias)(train_x, train_y, hidden, init_keys, rates)
+        val_scores.append(score(params, val_x, hidden))
+        test_scores.append(score(params, test_x, hidden))
+    val_scores, test_scores = jnp.stack(val_scores), jnp.stack(test_scores)
+    finite = jnp.isfinite(val_scores).all(-1) & jnp.isfinite(test_scores).all(-1)
+    failed = int((~finite).sum())
+    zero_where = lambda s: jnp.where(finite[..., None], s, 0.0)  # noqa: E731
+    return zero_where(val_scores), zero_where(test_scores), failed
 
 
-def mean_with_interval(values, key):
-    """Mean over seeds with a 95% bootstrap interval (jaxmetrics.bootstrap over the seeds)."""
-    values = jnp.asarray(values, jnp.float32)
-    mean = lambda v, sample_weight: (v * sample_weight).sum(-1) / sample_weight.sum(-1)  # noqa: E731
+def split(arrays, sizes):
+    """Cut the sample axis (axis 2 of [C, S, n, ...]) into consecutive parts of `sizes`."""
+    bounds = np.cumsum((0,) + tuple(sizes))
+    return [tuple(a[:, :, lo:hi] for a in arrays) for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+# ---------------------------------------------------------------------------------------------
+# Metrics and selection
+
+
+def binary_metrics(val_scores, test_scores, val_labels, test_labels):
+    """Validation and test metrics of every run, {name: [L, C, S, R]} each.
+
+    AUC, AP, pAUC (the ROC area over FPR in [0, MAX_FPR] divided by MAX_FPR: the mean TPR over
+    that band) and F1: the best F1 over thresholds on validation, and on test the F1 at that
+    validation threshold.
+    """
+    scores = jnp.stack([val_scores, test_scores])
+    labels = jnp.stack([val_labels, test_labels])[:, None, :, :, None, :]
+    auc = jm.roc_auc(scores, labels)
+    ap = jm.average_precision(scores, labels)
+    pauc = jm.partial_roc_auc(scores, labels, fpr_range=(0.0, MAX_FPR)) / MAX_FPR
+    val_f1, threshold = jm.max_f_beta(val_scores, labels[0])
+    flat_labels = jnp.broadcast_to(labels[1], test_scores.shape).reshape(-1, scores.shape[-1])
+    counts = jax.vmap(jm.confusion_counts)(
+        test_scores.reshape(flat_labels.shape), flat_labels, threshold.reshape(-1)
+    )
+    test_f1 = jm.f_beta(counts, zero_division=0.0).reshape(threshold.shape)
+    val = {"AUC": auc[0], "AP": ap[0], "pAUC": pauc[0], "F1": val_f1}
+    test = {"AUC": auc[1], "AP": ap[1], "pAUC": pauc[1], "F1": test_f1}
+    as_numpy = lambda d: {k: np.asarray(v, np.float64) for k, v in d.items()}  # noqa: E731
+    return as_numpy(val), as_numpy(test)
+
+
+def ranking_metrics(val_scores, test_scores, val_relevance, test_relevance):
+    """Validation and test mean NDCG@10 over queries of every run, {NDCG: [L, C, S, R]}."""
+    scores = jnp.stack([val_scores, test_scores])
+    relevance = jnp.stack([val_relevance, test_relevance])[:, None, :, :, None]
+    mean_ndcg = np.asarray(jm.query_mean(jm.ndcg(scores, relevance, k=TOP_K)), np.float64)
+    return {NDCG: mean_ndcg[0]}, {NDCG: mean_ndcg[1]}
+
+
+def choose(val, test, chosen_by, reported):
+    """Per loss, configuration and seed: the test `reported` metric at the learning rate with
+    the best validation `chosen_by` metric (the first of equals), and that rate's index."""
+    pick = np.argmax(val[chosen_by], axis=-1)
+    return np.take_along_axis(test[reported], pick[..., None], axis=-1)[..., 0], pick
+
+
+def mean_intervals(differences, key):
+    """Per row of [K, S]: the mean over seeds and its 95% percentile bootstrap interval, from
+    one jm.bootstrap call (the rows share their resamples of the seeds)."""
+
+    def mean(values, sample_weight):
+        return (values * sample_weight).sum(-1) / sample_weight.sum(-1)
+
+    values = jnp.asarray(np.asarray(differences), jnp.float32)
     result = jm.bootstrap(mean, values, key=key, num_resamples=2000)
-    return float(result.estimate), float(result.low), float(result.high)
+    return np.stack([np.asarray(x) for x in (result.estimate, result.low, result.high)], -1)
+
+
+class Comparison(NamedTuple):
+    loss: str
+    configuration: str
+    metric: str
+    targeted: bool
+    interval: np.ndarray  # mean, low, high
+
+
+def compare(losses, configurations, metrics, val, test, key):
+    """Test means of every loss (the baseline's rate chosen per metric, each other loss's by its
+    target) and the paired comparisons with the baseline, with intervals."""
+    names = [loss.name for loss in losses]
+    values, picks, rows, differences = {}, {}, [], []
+    for m in metrics:
+        baseline, baseline_pick = choose(val, test, m, m)
+        values[names[0], m], picks[names[0], m] = baseline[0], baseline_pick[0]
+        for i, loss in enumerate(losses[1:], start=1):
+            own, own_pick = choose(val, test, loss.target, m)
+            values[loss.name, m], picks[loss.name, loss.target] = own[i], own_pick[i]
+            for c, configuration in enumerate(configurations):
+                rows.append((loss.name, configuration, m, m == loss.target))
+                differences.append(own[i, c] - baseline[0, c])
+    intervals = mean_intervals(differences, key)
+    comparisons = [Comparison(*row, interval) for row, interval in zip(rows, intervals)]
+    return values, picks, comparisons
+
+
+# ---------------------------------------------------------------------------------------------
+# Printing
+
+
+def interval_text(interval):
+    """"+0.012 [+0.003, +0.021]*", the star when the interval excludes 0."""
+    mean, low, high = interval
+    star = "*" if low > 0 or high < 0 else " "
+    return f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]{star}"
+
+
+def picks_text(pick):
+    """How many seeds chose each learning rate, "a/b/c" in LEARNING_RATES order."""
+    return "/".join(str(int((pick == r).sum())) for r in range(len(LEARNING_RATES)))
+
+
+def print_table(title, losses, metrics, c, values, picks, comparisons):
+    by_key = {(k.loss, k.metric): k for k in comparisons if k.configuration == title}
+    rates = "/".join(f"{r:g}" for r in LEARNING_RATES)
+    deltas = "".join(f"{'Δ' + m + ' [95%]':>26}" for m in metrics)
+    columns = "".join(f"{m:>8}" for m in metrics)
+    print(f"  {'loss':<19} {'target':<8} {'rate ' + rates:>17}{columns}{deltas}")
+    baseline = losses[0].name
+    for loss in losses:
+        means = "".join(f"{values[loss.name, m][c].mean():>8.3f}" for m in metrics)
+        if loss.name == baseline:
+            print(f"  {loss.name:<19} {'-':<8} {'per column':>17}{means}")
+            continue
+        chosen = picks_text(picks[loss.name, loss.target][c])
+        cells = "".join(f"{interval_text(by_key[loss.name, m].interval):>26}" for m in metrics)
+        print(f"  {loss.name:<19} {loss.target:<8} {chosen:>17}{means}{cells}")
+    per_metric = ", ".join(f"by {m} {picks_text(picks[baseline, m][c])}" for m in metrics)
+    print(f"  {baseline}'s rates, seeds at {rates}: {per_metric}")
+
+
+def print_summary(comparisons, seeds):
+    print(
+        f"summary: each surrogate on the metric it targets against the fair baseline (BCE, or\n"
+        f"pointwise MSE for {NDCG}, its rate chosen by that metric on validation; F1 at a\n"
+        f"validation-tuned threshold for both). Mean paired difference over {seeds} seeds, 95%\n"
+        f"bootstrap interval; 'better'/'worse': the interval excludes 0."
+    )
+    verdicts = {"better": [], "no clear difference": [], "worse": []}
+    for k in comparisons:
+        if not k.targeted:
+            continue
+        _, low, high = k.interval
+        verdict = "better" if low > 0 else "worse" if high < 0 else "no clear difference"
+        verdicts[verdict].append(k)
+    for verdict, found in verdicts.items():
+        print(f"  {verdict} ({len(found)}):")
+        for k in found:
+            where = f"{k.configuration}"
+            print(f"    {k.metric:<8} {k.loss:<19} {where:<34} {interval_text(k.interval)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The two experiments
+
+
+def binary_experiment(sizes, key):
+    """Train every binary loss on every configuration; print the tables; return comparisons."""
+    seed_keys = jax.random.split(jax.random.key(0), sizes.seeds)
+    total = sizes.train + 2 * sizes.evaluation
+    settings = sorted({setting for setting, _ in BINARY_CONFIGURATIONS})
+    data = {
+        setting: jax.vmap(lambda k: binary_data(jax.random.fold_in(k, i), total, setting))(
+            seed_keys
+        )
+        for i, setting in enumerate(settings)
+    }
+    x = jnp.stack([data[setting][0] for setting, _ in BINARY_CONFIGURATIONS])
+    y = jnp.stack([data[setting][1] for setting, _ in BINARY_CONFIGURATIONS])
+    hidden = jnp.asarray([model == "mlp" for _, model in BINARY_CONFIGURATIONS], jnp.float32)
+    init_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1000))(seed_keys)
+    splits = split((x, y), (sizes.train, sizes.evaluation, sizes.evaluation))
+    val_scores, test_scores, failed = train_and_score(
+        BINARY_LOSSES, splits, hidden, init_keys, sizes.steps, bias=-3.0
+    )
+    val, test = binary_metrics(val_scores, test_scores, splits[1][1], splits[2][1])
+    titles = [f"{setting}, {model}" for setting, model in BINARY_CONFIGURATIONS]
+    values, picks, comparisons = compare(BINARY_LOSSES, titles, BINARY_METRICS, val, test, key)
+    print(
+        f"Binary part: {sizes.train} training, {sizes.evaluation} validation and "
+        f"{sizes.evaluation} test rows per seed, about {PREVALENCE:.0%} positives. Means over "
+        f"seeds; Δ: paired\ndifference to BCE with its rate chosen by that column's metric "
+        f"(F1: BCE at its validation-tuned threshold), 95% bootstrap interval over seeds, * when "
+        f"it excludes 0.\n'rate': seeds choosing each rate by the loss's target on validation. "
+        f"pAUC: ROC area over FPR <= {MAX_FPR} divided by {MAX_FPR}.\n"
+    )
+    for c, title in enumerate(titles):
+        prevalence = float(splits[2][1][c].mean())
+        print(f"{title} model (test prevalence {prevalence:.3f})")
+        print_table(title, BINARY_LOSSES, BINARY_METRICS, c, values, picks, comparisons)
+        print()
+    if failed:
+        print(f"{failed} runs gave non-finite scores (scored as a constant)\n")
+    return comparisons
+
+
+def ranking_experiment(sizes, key):
+    """Train every ranking loss on the learning-to-rank set; print its table; return
+    comparisons."""
+    seed_keys = jax.random.split(jax.random.key(1), sizes.seeds)
+    total = sizes.train_queries + 2 * sizes.evaluation_queries
+    x, relevance = jax.vmap(lambda k: ranking_data(k, total))(seed_keys)
+    shape = (len(RANKING_MODELS),)
+    x = jnp.broadcast_to(x, shape + x.shape)
+    relevance = jnp.broadcast_to(relevance, shape + relevance.shape)
+    hidden = jnp.asarray([model == "mlp" for model in RANKING_MODELS], jnp.float32)
+    init_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1000))(seed_keys)
+    queries = (sizes.train_queries, sizes.evaluation_queries, sizes.evaluation_queries)
+    splits = split((x, relevance), queries)
+    val_scores, test_scores, failed = train_and_score(
+        RANKING_LOSSES, splits, hidden, init_keys, sizes.steps, bias=0.0
+    )
+    val, test = ranking_metrics(val_scores, test_scores, splits[1][1], splits[2][1])
+    titles = [f"learning to rank, {model}" for model in RANKING_MODELS]
+    values, picks, comparisons = compare(RANKING_LOSSES, titles, (NDCG,), val, test, key)
+    test_relevance = np.asarray(splits[2][1][0])
+    relevant = (test_relevance > 0).mean()
+    print(
+        f"Learning-to-rank part: {sizes.train_queries} training, {sizes.evaluation_queries} "
+        f"validation and {sizes.evaluation_queries} test queries of {ITEMS} items per seed; "
+        f"grades 0-3, {relevant:.0%} of items\nrelevant, "
+        f"{np.isnan(np.asarray(jm.ndcg(test_relevance, test_relevance))).mean():.0%} of queries "
+        f"without a relevant item (left out of the mean {NDCG}). Δ: paired difference to "
+        f"pointwise MSE\n(its rate also chosen by validation {NDCG}).\n"
+    )
+    for c, title in enumerate(titles):
+        print(f"{title} scorer")
+        print_table(title, RANKING_LOSSES, (NDCG,), c, values, picks, comparisons)
+        print()
+    if failed:
+        print(f"{failed} runs gave non-finite scores (scored as a constant)\n")
+    return comparisons
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="2 seeds, small sizes")
+    parser.add_argument("--quick", action="store_true", help="2 seeds, small sizes, few steps")
     args = parser.parse_args()
-    seeds = 2 if args.quick else 10
-    sizes = (1000, 600, 1500) if args.quick else (5000, 3000, 10000)
-    steps = 40 if args.quick else 300
+    sizes = QUICK if args.quick else FULL
     started = time.perf_counter()
+    command = "python examples/surrogate_losses.py" + (" --quick" if args.quick else "")
     print(
-        f"{seeds} seeds; train/validation/test = {sizes}; {steps} Adam steps; about "
-        f"{PREVALENCE:.0%} positives\n"
+        f"{command}\n{sizes.seeds} seeds; {sizes.steps} full-batch Adam steps; learning rates "
+        f"{', '.join(f'{r:g}' for r in LEARNING_RATES)} for every loss; jax {jax.__version__} "
+        f"on {jax.devices()[0].platform}\n"
     )
-    key = jax.random.key(1)
-    for setting in ("well-specified", "misspecified"):
-        for model in ("linear", "mlp"):
-            outputs, labels = run_configuration(setting, model, seeds, sizes, steps)
-            print(f"{setting}, {model} model (test prevalence {labels.mean():.3f})")
-            print(
-                f"  {'loss':<22} {'AUC':>6} {'AP':>6} {'F1':>6}   {'ΔAUC vs BCE [95%]':>24} "
-                f"{'ΔAP vs BCE [95%]':>24} {'ΔF1 vs BCE+tuned [95%]':>24}  DeLong p<.05 (+/-)"
-            )
-            bce_logits, _ = outputs["BCE"]
-            _, tuned = outputs["BCE + tuned threshold"]
-            per_loss = {}
-            for name, (logits, threshold) in outputs.items():
-                auc = np.asarray(jm.roc_auc(logits, labels))
-                ap = np.asarray(jm.average_precision(logits, labels))
-                counts = jax.vmap(jm.confusion_counts)(logits, labels, threshold)
-                f1 = np.asarray(jm.f_beta(counts, zero_division=0.0))
-                per_loss[name] = (auc, ap, f1)
-            for name, (logits, _) in outputs.items():
-                auc, ap, f1 = per_loss[name]
-                row = f"  {name:<22} {auc.mean():>6.3f} {ap.mean():>6.3f} {f1.mean():>6.3f}"
-                if name not in ("BCE", "BCE + tuned threshold"):
-                    key, k1, k2, k3 = jax.random.split(key, 4)
-                    bce_auc, bce_ap, _ = per_loss["BCE"]
-                    _, _, tuned_f1 = per_loss["BCE + tuned threshold"]
-                    d_auc = mean_with_interval(auc - bce_auc, k1)
-                    d_ap = mean_with_interval(ap - bce_ap, k2)
-                    d_f1 = mean_with_interval(f1 - tuned_f1, k3)
-                    tests = [
-                        jm.delong_test(logits[s], bce_logits[s], labels[s]) for s in range(seeds)
-                    ]
-                    better = sum(float(t.p_value) < 0.05 and float(t.statistic) > 0 for t in tests)
-                    worse = sum(float(t.p_value) < 0.05 and float(t.statistic) < 0 for t in tests)
-                    row += (
-                        "   "
-                        + "  ".join(
-                            f"{d[0]:+.3f} [{d[1]:+.3f}, {d[2]:+.3f}]" for d in (d_auc, d_ap, d_f1)
-                        )
-                        + f"    {better}/{worse} of {seeds}"
-                    )
-                print(row)
-            print()
-    print(f"total time {time.perf_counter() - started:.0f} s")
+    key_binary, key_ranking = jax.random.split(jax.random.key(2))
+    comparisons = binary_experiment(sizes, key_binary)
+    comparisons += ranking_experiment(sizes, key_ranking)
+    print_summary(comparisons, sizes.seeds)
+    print(f"\ntotal time {time.perf_counter() - started:.0f} s")
 
 
 if __name__ == "__main__":

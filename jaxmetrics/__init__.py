@@ -30,6 +30,7 @@ from jaxmetrics._src.intervals import agresti_coull_interval as agresti_coull_in
 from jaxmetrics._src.intervals import clopper_pearson_interval as clopper_pearson_interval
 from jaxmetrics._src.intervals import hanley_mcneil_standard_error as hanley_mcneil_standard_error
 from jaxmetrics._src.intervals import wilson_interval as wilson_interval
+from jaxmetrics._src.kernels import xla_kernels as xla_kernels
 from jaxmetrics._src.label_ranking import coverage_error as coverage_error
 from jaxmetrics._src.label_ranking import (
     label_ranking_average_precision as label_ranking_average_precision,
@@ -199,5 +200,6 @@ __all__ = [
     "venkatraman_test",
     "venkatraman_test_unpaired",
     "wilson_interval",
+    "xla_kernels",
     "youden_threshold",
 ]

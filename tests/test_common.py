@@ -259,3 +259,46 @@ def test_padding_to_a_bucket_is_invisible(rng):
         eager = METRICS[name].call(scores, labels)
         jitted = jax.jit(METRICS[name].call)(jnp.asarray(scores), jnp.asarray(labels))
         assert_same(eager, jitted)
+
+
+def test_the_xla_kernels_give_the_same_results(rng, monkeypatch):
+    # `jm.xla_kernels()` forces the GPU/TPU branch (XLA's sort, scans and scatter) on this CPU:
+    # every registered metric, DeLong and a bootstrap equal the default (host-callback) branch
+    from jaxmetrics._src import resampling, sorting
+
+    cases = {name: problem(rng, metric.kind, batch=(2,)) for name, metric in METRICS.items()}
+    scores, labels, _ = problem(rng, "binary", n=60)
+    models = np.stack([scores, np.round(scores + rng.normal(0, 0.2, 60), 1)])
+
+    @jax.jit  # one program for the whole registry: one compilation per branch
+    def registry(cases):
+        return {name: _call(metric, cases[name], weighted=True) for name, metric in METRICS.items()}
+
+    def everything():
+        results = registry(cases)
+        results["delong"] = jm.delong(models, labels)
+        results["bootstrap"] = jm.bootstrap(
+            jm.roc_auc, scores, labels, key=jax.random.key(3), num_resamples=20
+        )
+        return results
+
+    expected = everything()
+
+    def no_callback(*args, **kwargs):
+        raise AssertionError("a host callback ran under xla_kernels")
+
+    with jm.xla_kernels():
+        monkeypatch.setattr(sorting, "_host_rank", no_callback)
+        monkeypatch.setattr(sorting, "_host_cumulative", no_callback)
+        monkeypatch.setattr(resampling, "_bincount_host", no_callback)
+        forced = everything()
+        lowered = jax.jit(jm.roc_auc).lower(scores, labels).as_text()
+    assert "callback" not in lowered
+    for name in expected:
+        assert_same(expected[name], forced[name], atol=1e-5)
+
+
+def test_xla_kernels_refuses_a_non_boolean():
+    with pytest.raises(TypeError, match="enabled must be True or False, got 'yes'"):
+        with jm.xla_kernels("yes"):
+            pass

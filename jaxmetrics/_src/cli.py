@@ -8,6 +8,7 @@ lets internal errors show their traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import signal
@@ -99,22 +100,25 @@ def cache_directory() -> Path:
     return root / "jaxmetrics" / "jax"
 
 
-def _use_compilation_cache() -> None:
-    """Keep every compiled program on disk, so a second run skips most of XLA's compile time."""
+def _use_compilation_cache() -> bool:
+    """Keep every compiled program on disk, so a second run skips most of XLA's compile time.
+
+    Returns whether a cache is in use."""
     import jax
 
     if jax.config.jax_compilation_cache_dir:  # the user chose a cache (JAX_COMPILATION_CACHE_DIR)
-        return
+        return True
     directory = cache_directory()
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError:
-        return  # no writable cache: run without one rather than fail
+        return False  # no writable cache: run without one rather than fail
     if not os.access(directory, os.W_OK):
-        return
+        return False
     jax.config.update("jax_compilation_cache_dir", str(directory))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    return True
 
 
 _CALLBACK_FILE = os.path.join("jax", "_src", "callback.py")
@@ -161,13 +165,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     prog = "jaxmetrics report"
     from jaxmetrics._src import report
+    from jaxmetrics._src.kernels import xla_kernels
 
     handles_signals = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, _on_interrupt) if handles_signals else None
     try:
+        kernels = contextlib.nullcontext()
         if not (args.no_cache or os.environ.get("JAXMETRICS_NO_CACHE", "") not in ("", "0")):
-            _use_compilation_cache()
-        return report.run(args)
+            if _use_compilation_cache():
+                # programs with host callbacks are never cached: trace XLA's own kernels instead
+                kernels = xla_kernels()
+        with kernels:
+            return report.run(args)
     except report.ReportError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
         return 2

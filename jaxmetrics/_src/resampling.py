@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src import validation
+from jaxmetrics._src import kernels, validation
 from jaxmetrics._src.typing import Array, ArrayLike, Sampling, options_of
 
 _SAMPLINGS = options_of(Sampling)
@@ -97,7 +97,7 @@ def _bincount(indices: Array, length: int, *, host_callback: bool = True) -> Arr
         counts = jax.vmap(lambda r: jnp.zeros(length, jnp.int32).at[r].add(1))(rows)
         return counts.reshape(indices.shape[:-1] + (length,))
 
-    if not host_callback:
+    if not (host_callback and kernels.host_callbacks()):
         return elsewhere(indices)
     return jax.lax.platform_dependent(indices, cpu=on_cpu, default=elsewhere)
 

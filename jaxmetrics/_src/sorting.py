@@ -27,6 +27,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmetrics._src import kernels
+
 Array = jax.Array
 
 
@@ -121,6 +123,9 @@ def _rank_indices(scores: Array) -> tuple[Array, Array, Array]:
     On CPU a host callback to numpy (its sort and running min are several times faster than
     XLA's there); on GPU/TPU XLA's own sort. Both give the same groups; tie order may differ.
     """
+
+    if not kernels.host_callbacks():
+        return _device_rank(scores)
 
     def on_cpu(values: Array) -> tuple[Array, Array, Array]:
         result = (jax.ShapeDtypeStruct(values.shape, jnp.int32),) * 3
@@ -248,7 +253,7 @@ def cumulative(values: Array, *, op: str = "sum") -> Array:
     numpy runs it as fast at any size. Elsewhere XLA's own.
     """
 
-    if _device_cumulative_only.get():
+    if _device_cumulative_only.get() or not kernels.host_callbacks():
         return _device_cumulative(values, op=op)
 
     def on_cpu(values: Array) -> Array:
