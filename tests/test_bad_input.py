@@ -269,6 +269,7 @@ EXEMPT = {
     "bootstrap_test": "takes a BootstrapResult, whose NaN resamples it drops by design",
     "auc_power": "options only (an AUC and class sizes), checked as options",
     "auc_sample_size": "options only (an AUC, a power and a ratio), checked as options",
+    "xla_kernels": "a switch of kernels, no data; its option is checked in test_common.py",
 }
 
 
