@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtr, ndtri
 
-from jaxmetrics._src import recipe, sorting, validation
+from jaxmetrics._src import layouts, recipe, sorting, validation
 from jaxmetrics._src.resampling import check_key, draw_weights, group_units, resample_weights
 from jaxmetrics._src.typing import Array, ArrayLike, BootstrapMethod, Sampling, options_of
 
@@ -380,7 +380,8 @@ def bootstrap(
             values = _sharded_values(
                 metric, mesh, arrays, design, key, first, chunks=chunks, **options
             )
-            return jnp.asarray(np.asarray(values))  # gather the devices' blocks, in order
+            # the devices' blocks in order, readable in every process (a mesh may span several)
+            return jnp.asarray(np.asarray(layouts.replicate(values)))
 
     samples = _in_calls(compute, num_resamples, per_call, progress)
     alpha = (1 - confidence) / 2

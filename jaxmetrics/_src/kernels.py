@@ -24,8 +24,23 @@ _host_callbacks = contextvars.ContextVar("jaxmetrics_host_callbacks", default=Tr
 
 
 def host_callbacks() -> bool:
-    """Whether code traced now may use the CPU host-callback kernels."""
-    return _host_callbacks.get()
+    """Whether code traced now may use the CPU host-callback kernels.
+
+    Never with several processes (``jax.distributed``): a callback into one process cannot
+    take an operand that spans others.
+    """
+    return _host_callbacks.get() and jax.process_count() == 1
+
+
+@contextlib.contextmanager
+def without_callbacks() -> Iterator[None]:
+    """Trace without host callbacks, leaving compiled programs alone (for programs whose cache
+    key already says so, e.g. those traced for arrays split over a mesh)."""
+    token = _host_callbacks.set(False)
+    try:
+        yield
+    finally:
+        _host_callbacks.reset(token)
 
 
 @contextlib.contextmanager

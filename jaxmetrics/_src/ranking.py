@@ -292,3 +292,8 @@ def _precision_at_k_kernel(scores: Array, labels: Array, weights: Array | None, 
     # a query without a relevant item has nothing to retrieve: undefined, as in every retrieval
     # metric of the library (never a 0 that would pull a mean over queries down)
     return jnp.where(groups.total_positive > 0, value, jnp.nan)
+
+
+# the exact sample sort over a mesh (sharded.py) computes these two without gathering the samples
+recipe.SHARDED_FORMS[(_roc_auc_kernel, (("max_fpr", None),))] = "roc_auc"
+recipe.SHARDED_FORMS[(_average_precision_kernel, ())] = "average_precision"

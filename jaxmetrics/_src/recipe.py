@@ -24,6 +24,7 @@ hashable Python values.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -32,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src import validation
+from jaxmetrics._src import kernels, layouts, sharded, validation
 
 Array = jax.Array
 
@@ -61,11 +62,14 @@ def _pad(array: Any, size: int, fill: str | int) -> Any:
 
 
 @functools.cache
-def _compiled(kernel: Callable[..., Any], options: tuple) -> Callable[..., Any]:
+def _compiled(
+    kernel: Callable[..., Any], options: tuple, *, callbacks: bool = True
+) -> Callable[..., Any]:
     def run(scores, labels, weights, *extra):
-        return validation.map_batch(
-            lambda s, y, w: kernel(s, y, w, *extra, **dict(options)), scores, labels, weights
-        )
+        with contextlib.nullcontext() if callbacks else kernels.without_callbacks():
+            return validation.map_batch(
+                lambda s, y, w: kernel(s, y, w, *extra, **dict(options)), scores, labels, weights
+            )
 
     return jax.jit(run)
 
@@ -90,8 +94,15 @@ def run_kernel(
     per_point: bool = False,
     **options: Any,
 ) -> Any:
-    """Run a checked 1-D kernel over the batch axes: bucketed and compiled once when eager."""
+    """Run a checked 1-D kernel over the batch axes: bucketed and compiled once when eager.
+
+    Samples split over a mesh are ranked where they are when the kernel has a sharded form
+    (`sharded.py`), else made whole on every device first (`layouts.replicate`).
+    """
     arrays = (scores, labels, weights, *extra)
+    split = next(filter(None, map(layouts.sample_split, (scores, labels, weights))), None)
+    if split is not None or any(layouts.is_split(a) for a in arrays):
+        return _run_distributed(kernel, split, arrays, options)
     if any(validation.host_values(a) is None for a in arrays if a is not None):
         # traced: the caller's shapes; closed-over numpy arrays become constants of the trace
         scores, labels, weights, *extra = (None if a is None else jnp.asarray(a) for a in arrays)
@@ -106,6 +117,34 @@ def run_kernel(
     result = _compiled(kernel, tuple(sorted(options.items())))(*padded, *extra)
     # curves have one point per sample and one more; the padding never holds a real point
     return _trim(result, num_samples + 1) if per_point else result
+
+
+def _run_distributed(
+    kernel: Callable[..., Any], split: Any, arrays: tuple, options: dict[str, Any]
+) -> Any:
+    """`run_kernel` for arrays split over a mesh or spread over processes: the sharded form of
+    the kernel when it has one, else the kernel on the arrays made whole on every device.
+
+    Traced without host callbacks: one per device of a mesh can starve XLA's CPU thread pool,
+    and with several processes a callback could not take an operand spanning the others.
+    """
+    scores, labels, weights, *extra = arrays
+    key = tuple(sorted(options.items()))
+    one_dimensional = all(a is None or a.ndim == 1 for a in (scores, labels, weights))
+    if split is not None and key in _forms(kernel) and one_dimensional and not extra:
+        return sharded.sharded_metric(SHARDED_FORMS[(kernel, key)], scores, labels, weights, split)
+    arrays = tuple(None if a is None else layouts.replicate(jnp.asarray(a)) for a in arrays)
+    if validation.is_concrete(*arrays):  # eager: one compiled program, the caller's shapes
+        return _compiled(kernel, key, callbacks=False)(*arrays)
+    scores, labels, weights, *extra = arrays
+    with kernels.without_callbacks():
+        return validation.map_batch(
+            lambda s, y, w: kernel(s, y, w, *extra, **options), scores, labels, weights
+        )
+
+
+def _forms(kernel: Callable[..., Any]) -> set[tuple]:
+    return {key for registered, key in SHARDED_FORMS if registered is kernel}
 
 
 def sorted_metric(
@@ -129,6 +168,11 @@ def sorted_metric(
     )
     result = run_kernel(kernel, scores, labels, weights, *extra, per_point=per_point, **options)
     return validation.nan_where(invalid, result), codec
+
+
+# Kernels with a sharded form, keyed by (kernel, sorted options): `sharded.sharded_metric`'s
+# metric name. Registered by the modules that define the kernels.
+SHARDED_FORMS: dict[tuple[Callable[..., Any], tuple], str] = {}
 
 
 # Public metrics whose value depends on the scores (their first argument) only through their

@@ -10,12 +10,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.typing import DTypeLike
 
 from jaxmetrics._src import counts as counts_lib
-from jaxmetrics._src import ranking, validation
+from jaxmetrics._src import ranking, sharded, validation
 from jaxmetrics._src.counts import Counts, safe_divide
 from jaxmetrics._src.streaming_state import (
     accumulate,
@@ -384,8 +385,14 @@ class ExactCurve:
             num_bad_batches=self.num_bad_batches + other.num_bad_batches,
         )
 
-    def compute(self) -> dict[str, Array]:
+    def compute(self, axis_name: str | tuple[str, ...] | None = None) -> dict[str, Array]:
         """The exact metrics of the samples stored.
+
+        Args:
+          axis_name: inside `jax.shard_map`, the mesh axis (or axes) whose devices each hold
+            one state: the metrics are those of all their samples together, computed by the
+            distributed sample sort (``sharded.py``: O(capacity) memory per device, no gather
+            of the buffers). None (the default): this state alone.
 
         Returns:
           A dict: "roc_auc" and "average_precision" (scalars, NaN after an overflow or a bad
@@ -394,10 +401,22 @@ class ExactCurve:
         # the batched engine: a multilabel state's buffers [L, capacity] are L batch rows
         filled = jnp.arange(self.capacity) < self.count[..., None]
         weights = jnp.where(filled, self.weights, 0.0)
-        auc = ranking.roc_auc(self.scores, self.labels, sample_weight=weights)
-        ap = ranking.average_precision(self.scores, self.labels, sample_weight=weights)
+        count, overflowed, bad = self.count, self.overflowed, self.num_bad_batches
+        if axis_name is None:
+            auc = ranking.roc_auc(self.scores, self.labels, sample_weight=weights)
+            ap = ranking.average_precision(self.scores, self.labels, sample_weight=weights)
+        else:
+            axes = axis_name if isinstance(axis_name, tuple) else (axis_name,)
+            rows = lambda a: [a] if self.num_labels is None else list(a)  # noqa: E731
+            pairs = [
+                sharded.over_axes(("roc_auc", "average_precision"), s, y, w, axes)
+                for s, y, w in zip(rows(self.scores), rows(self.labels), rows(weights))
+            ]
+            auc, ap = (jnp.stack(column).reshape(count.shape) for column in zip(*pairs))
+            count = jax.lax.psum(count, axes)
+            overflowed = jax.lax.psum(overflowed.astype(jnp.int32), axes) > 0
+            bad = jax.lax.psum(bad, axes)
         result = validation.nan_where(
-            self.overflowed | (self.num_bad_batches > 0),
-            {"roc_auc": auc, "average_precision": ap},
+            overflowed | (bad > 0), {"roc_auc": auc, "average_precision": ap}
         )
-        return {**result, "count": self.count, "overflowed": self.overflowed}
+        return {**result, "count": count, "overflowed": overflowed}

@@ -19,6 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmetrics._src import layouts
+
 Array = jax.Array
 
 
@@ -38,9 +40,37 @@ def host_values(value: Any) -> np.ndarray | None:
     Checks of concrete values run in numpy, never in jnp: inside `jax.jit` even an operation on a
     closed-over constant array is staged out and yields a tracer that cannot be tested with `if`.
     """
-    if value is None or isinstance(value, jax.core.Tracer):
-        return None
+    if value is None or isinstance(value, jax.core.Tracer) or layouts.is_split(value):
+        return None  # (a split array is checked shard by shard: `split_first_bad`)
     return np.asarray(value)
+
+
+def split_first_bad(values: Any, is_bad: Callable[[Any], Any]) -> tuple[Any, str] | None:
+    """(value, "index i") of the first bad entry of a concrete split array, else None.
+
+    Each process looks at its own shards in numpy; with several processes one small allgather
+    makes them agree, so all raise the same error (or none does) before any collective runs.
+    """
+    first, found = np.inf, 0.0
+    for shard in values.addressable_shards:
+        data = np.asarray(shard.data)
+        bad = np.asarray(is_bad(data))
+        if bad.any():
+            local = tuple(int(i) for i in np.argwhere(bad)[0])
+            index = tuple((part.start or 0) + i for part, i in zip(shard.index, local))
+            flat = int(np.ravel_multi_index(index, values.shape))
+            if flat < first:
+                first, found = flat, float(data[local])
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        every = np.asarray(multihost_utils.process_allgather(np.array([first, found])))
+        first, found = every[int(np.argmin(every[:, 0]))]
+    if not np.isfinite(first):
+        return None
+    index = tuple(int(i) for i in np.unravel_index(int(first), values.shape))
+    where = f"index {index[0]}" if len(index) == 1 else f"index {index}"
+    return np.asarray(found).astype(values.dtype).item(), where
 
 
 def check_values(
@@ -66,6 +96,11 @@ def check_values(
         if bad.any():
             found = host[tuple(np.argwhere(bad)[0])] if host.ndim else host
             raise ValueError(f"`{name}` must {expected}; found {found.item()!r} at {_where(bad)}.")
+        return np.zeros(batch_shape, bool)
+    if layouts.is_split(values):
+        first = split_first_bad(values, is_bad)
+        if first is not None:
+            raise ValueError(f"`{name}` must {expected}; found {first[0]!r} at {first[1]}.")
         return np.zeros(batch_shape, bool)
     axes = tuple(range(max(np.ndim(values) - sample_axes, 0), np.ndim(values)))
     return jnp.any(is_bad(values), axis=axes)
@@ -116,11 +151,15 @@ def float_dtype(*dtypes: Any) -> Any:
     return jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
 
 
-def as_real_array(value: Any, name: str, *, min_ndim: int = 1, host: bool = False) -> Array:
+def as_real_array(
+    value: Any, name: str, *, min_ndim: int = 1, host: bool = False, keep_split: bool = False
+) -> Array:
     """`value` as an array of real numbers (bool, int or float); raises TypeError otherwise.
 
     A JAX array by default; with `host=True` a concrete value stays a numpy array, so that an
     eager call can check and pad it without dispatching (and compiling) one JAX op per shape.
+    An array split over a mesh is made whole on every device (`layouts.replicate`), unless
+    `keep_split` (the metrics with a sharded kernel: `sharded.py`).
     """
     if value is None:
         raise TypeError(f"`{name}` is required; got None.")
@@ -143,14 +182,18 @@ def as_real_array(value: Any, name: str, *, min_ndim: int = 1, host: bool = Fals
             f"`{name}` must have at least {min_ndim} dimension(s) (samples on the last axis); "
             f"got shape {tuple(value.shape)}."
         )
-    if host and not isinstance(value, jax.core.Tracer):
+    if isinstance(value, jax.Array) and not keep_split:
+        value = layouts.replicate(value)
+    if host and not isinstance(value, jax.core.Tracer) and not layouts.is_split(value):
         return np.asarray(value)
     return jnp.asarray(value)
 
 
-def as_scores(scores: Any, name: str = "scores", *, host: bool = False) -> Array:
+def as_scores(
+    scores: Any, name: str = "scores", *, host: bool = False, keep_split: bool = False
+) -> Array:
     """Scores as a float array (float32, or float64 under x64); bf16/f16 widen exactly."""
-    scores = as_real_array(scores, name, host=host)
+    scores = as_real_array(scores, name, host=host, keep_split=keep_split)
     if scores.shape[-1] == 0:
         raise ValueError(
             f"`{name}` is empty: at least one sample is needed; got shape {scores.shape}."
@@ -190,6 +233,12 @@ def check_finite(values: Array, name: str) -> Array:
             kind = "NaN" if np.isnan(host[tuple(np.argwhere(bad)[0])]) else "inf"
             raise ValueError(f"`{name}` must be finite; found {kind} at {_where(bad)}.")
         return _no_flags(values)
+    if layouts.is_split(values):
+        first = split_first_bad(values, lambda v: ~np.isfinite(v))
+        if first is not None:
+            kind = "NaN" if np.isnan(first[0]) else "inf"
+            raise ValueError(f"`{name}` must be finite; found {kind} at {first[1]}.")
+        return _no_flags(values)
     return jnp.any(~jnp.isfinite(values), axis=-1)
 
 
@@ -203,6 +252,14 @@ def check_binary_labels(labels: Array, name: str = "labels") -> Array:
             raise ValueError(
                 f"`{name}` must contain only 0 and 1 (1 is the positive class) in a binary "
                 f"problem; found {found.item()!r} at {_where(bad)}."
+            )
+        return _no_flags(labels)
+    if layouts.is_split(labels):
+        first = split_first_bad(labels, lambda v: (v != 0) & (v != 1))
+        if first is not None:
+            raise ValueError(
+                f"`{name}` must contain only 0 and 1 (1 is the positive class) in a binary "
+                f"problem; found {first[0]!r} at {first[1]}."
             )
         return _no_flags(labels)
     return jnp.any((labels != 0) & (labels != 1), axis=-1)
@@ -238,13 +295,31 @@ def check_weights(weights: Array, name: str = "sample_weight") -> Array:
                 f"{float(np.max(total)):.6g}. Scale the weights down (rates do not change)."
             )
         return invalid
+    if layouts.is_split(weights):
+        first = split_first_bad(weights, lambda v: v < 0)
+        if first is not None:
+            raise ValueError(f"`{name}` must be non-negative; found {first[0]!r} at {first[1]}.")
+        total = np.asarray(layouts.replicate(weights.astype(jnp.float32).sum(axis=-1)))
+        limit = _INT32_LIMIT if integer else float(np.finfo(np.float32).max)
+        if np.any(total > limit) or not np.all(np.isfinite(total)):
+            kind = "int32 counts" if integer else "float32 sums"
+            raise ValueError(
+                f"`{name}` must sum to at most {limit:.4g} per row ({kind}); found a total of "
+                f"{float(np.max(total)):.6g}. Scale the weights down (rates do not change)."
+            )
+        return invalid
     total = weights.astype(jnp.float32).sum(axis=-1)
     too_large = total >= 2.0**31 if integer else ~jnp.isfinite(total)
     return invalid | jnp.any(weights < 0, axis=-1) | too_large
 
 
 def binary_inputs(
-    scores: Any, labels: Any, sample_weight: Any = None, *, host: bool = False
+    scores: Any,
+    labels: Any,
+    sample_weight: Any = None,
+    *,
+    host: bool = False,
+    keep_split: bool = False,
 ) -> tuple[Array, Array, Array | None, Array]:
     """Check the (scores, labels, sample_weight) triple of every binary metric.
 
@@ -252,10 +327,11 @@ def binary_inputs(
     boolean array of the batch shape, True where a traced input held a bad value. With
     `host=True`, concrete inputs come back as numpy arrays (see `as_real_array`).
     """
-    scores = as_scores(scores, host=host)
-    labels = as_real_array(labels, "labels", host=host)
+    split = {"host": host, "keep_split": keep_split}
+    scores = as_scores(scores, **split)
+    labels = as_real_array(labels, "labels", **split)
     weights = (
-        None if sample_weight is None else as_real_array(sample_weight, "sample_weight", host=host)
+        None if sample_weight is None else as_real_array(sample_weight, "sample_weight", **split)
     )
     batch_shape = sample_axis_shapes(
         [("scores", scores), ("labels", labels), ("sample_weight", weights)]
@@ -378,7 +454,9 @@ def ranking_inputs(
     concrete too, and then encodes them with the scores.
     """
     keys, codec = order_keys(scores, thresholds=thresholds)
-    scores, labels, weights, invalid = binary_inputs(keys, labels, sample_weight, host=True)
+    scores, labels, weights, invalid = binary_inputs(
+        keys, labels, sample_weight, host=True, keep_split=True
+    )
     return scores, labels, weights, invalid, codec
 
 

@@ -1,0 +1,70 @@
+"""Where an input's samples live: on one device, or split over the devices of a mesh.
+
+Inputs whose sample (last) axis is split over a mesh -- concrete `jax.Array`s with a
+`NamedSharding`, or, under `jit`, values of meshes with explicit axes (JAX's default for
+``jax.make_mesh``) -- are either ranked where they are (AUC and average precision:
+`sharded.py`) or made whole on every device first (`replicate`: every other function, O(n)
+memory per device, the same numbers). Arrays of meshes with auto axes are left to XLA's
+partitioner, which does its own gathering.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec
+
+
+def _named_sharding(value: Any) -> NamedSharding | None:
+    if not isinstance(value, jax.Array) or value.ndim == 0:
+        return None
+    try:
+        if isinstance(value, jax.core.Tracer):
+            sharding = jax.typeof(value).sharding
+        else:
+            sharding = value.sharding
+    except (AttributeError, TypeError):  # a tracer without a sharded type
+        return None
+    return sharding if isinstance(sharding, NamedSharding) else None
+
+
+def _spec(sharding: NamedSharding, ndim: int) -> tuple[Any, ...]:
+    return tuple(sharding.spec) + (None,) * (ndim - len(sharding.spec))
+
+
+def sample_split(value: Any) -> tuple[Any, tuple[str, ...]] | None:
+    """(mesh, mesh axes) over which the last (sample) axis of `value` is split, else None."""
+    sharding = _named_sharding(value)
+    if sharding is None:
+        return None
+    axes = _spec(sharding, value.ndim)[value.ndim - 1]
+    if axes is None:
+        return None
+    axes = axes if isinstance(axes, tuple) else (axes,)
+    if int(np.prod([sharding.mesh.shape[a] for a in axes])) == 1:
+        return None
+    return sharding.mesh, axes
+
+
+def is_split(value: Any) -> bool:
+    """A concrete array whose values are not all on this process's devices in one piece: its
+    sample axis is split, or it has shards in other processes (``jax.distributed``)."""
+    if not isinstance(value, jax.Array) or isinstance(value, jax.core.Tracer):
+        return False
+    return sample_split(value) is not None or not value.is_fully_addressable
+
+
+def replicate(value: Any) -> Any:
+    """`value` whole on every device of its mesh (a no-op for arrays of one device).
+
+    A fully replicated array is readable in every process (``np.asarray``), so the eager
+    checks and host-side steps run on it as on a single-device array.
+    """
+    sharding = _named_sharding(value)
+    if sharding is None:
+        return value
+    if all(axes is None for axes in _spec(sharding, value.ndim)):
+        return value
+    return jax.sharding.reshard(value, NamedSharding(sharding.mesh, PartitionSpec()))

@@ -1,0 +1,276 @@
+"""Exact ranking metrics of scores sharded over a mesh: a distributed sample sort.
+
+When the sample axis of the scores is split over the devices of a mesh (one process or many,
+``jax.distributed``), AUC and average precision are computed without gathering the data: memory
+per device stays O(n / D).
+
+1. Each device sorts its own samples and merges its ties into one entry per distinct score (the
+   positive and negative weight there). A score held by a million samples is then one entry per
+   device, so heavy ties cannot overload a device (the skew of sample sort).
+2. Splitters: every device offers D regularly spaced entries of its sorted values; all devices
+   gather the D * D offers, sort them and take the same D - 1 splitters (regular sampling, Shi
+   and Schaeffer 1992). Entry v goes to device ``searchsorted(splitters, v, side="right")``, so
+   equal scores always land on the same device.
+3. The entries move with ``all_to_all`` in rounds of a fixed block per device pair (XLA needs
+   static sizes; the rounds repeat while a pair has entries left), into a receive buffer of
+   static capacity. The matrix of pair counts is gathered first, so every device knows the
+   number of rounds and whether the buffer is large enough; if it is not (possible only for
+   adversarial layouts), all devices take the exact fallback instead: the merged entries are
+   gathered to every device (O(n) memory), never a wrong number.
+4. Each device sorts and merges what it received; the weight of positives and negatives below
+   its range comes from an exclusive scan of the per-device totals. The metric is a sum of
+   per-entry terms, added up with ``psum``.
+
+Every value equals the single-device result up to float summation order (exactly, for integer
+weights below 2^24 and the AUC's integer pair counts).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import PartitionSpec
+
+from jaxmetrics._src import validation
+
+Array = jax.Array
+
+
+# ------------------------------------------------------------------------------ the sort
+class _Merged(NamedTuple):
+    """Distinct scores ascending (padding +inf at the end) with their weight per class."""
+
+    values: Array
+    positive: Array
+    negative: Array
+
+
+def _merge_ties(values: Array, positive: Array, negative: Array) -> _Merged:
+    """Sort entries and merge equal values into one; entries without weight are dropped."""
+    empty = (positive == 0) & (negative == 0)
+    values = jnp.where(empty, jnp.inf, values)
+    values, positive, negative = jax.lax.sort((values, positive, negative), num_keys=1)
+    starts = jnp.concatenate([jnp.ones(1, bool), values[1:] != values[:-1]])
+    group = jnp.cumsum(starts) - 1
+    size = values.shape[0]
+    merged_values = jnp.full(size, jnp.inf, values.dtype).at[group].set(values)
+    merged_positive = jnp.zeros_like(positive).at[group].add(positive)
+    merged_negative = jnp.zeros_like(negative).at[group].add(negative)
+    real = merged_values < jnp.inf
+    return _Merged(
+        merged_values,
+        jnp.where(real, merged_positive, 0),
+        jnp.where(real, merged_negative, 0),
+    )
+
+
+def _splitters(merged: _Merged, axes: tuple[str, ...], devices: int) -> Array:
+    """The same D - 1 splitters on every device, from D regular samples of each device."""
+    count = jnp.sum(merged.values < jnp.inf)
+    positions = (jnp.arange(devices) * count) // devices
+    offers = jnp.where(count > 0, merged.values[positions], jnp.inf)
+    pool = jnp.sort(jax.lax.all_gather(offers, axes, tiled=True))
+    return pool[jnp.arange(1, devices) * devices + devices // 2 - 1]
+
+
+def _exchange(
+    merged: _Merged,
+    splitters: Array,
+    axes: tuple[str, ...],
+    devices: int,
+    block: int,
+    capacity: int,
+) -> tuple[_Merged, Array]:
+    """Send every entry to the device owning its range; returns (received, fits everywhere)."""
+    count = jnp.sum(merged.values < jnp.inf)
+    edges = jnp.minimum(jnp.searchsorted(merged.values, splitters, side="right"), count)
+    first = jnp.concatenate([jnp.zeros(1, edges.dtype), edges])
+    sizes = jnp.concatenate([edges, count[None]]) - first  # entries for each device
+    table = jax.lax.all_gather(sizes, axes, tiled=False)  # [source, destination]
+    me = jax.lax.axis_index(axes)
+    incoming = table[:, me]
+    fits = jnp.all(table.sum(axis=0) <= capacity)
+    rounds = (jnp.max(table) + block - 1) // block
+    where = jnp.concatenate([jnp.zeros(1, incoming.dtype), jnp.cumsum(incoming)[:-1]])
+    slots = jnp.arange(block)
+
+    def one_round(r, received):
+        offset = r * block + slots  # [block]
+        index = first[:, None] + offset[None, :]  # [destination, block]
+        sending = offset[None, :] < sizes[:, None]
+        index = jnp.where(sending, index, 0)
+        parts = [
+            jnp.where(sending, field[index], fill) for field, fill in zip(merged, (jnp.inf, 0, 0))
+        ]
+        arrived = [jax.lax.all_to_all(p, axes, 0, 0, tiled=False) for p in parts]
+        target = where[:, None] + offset[None, :]  # [source, block]
+        real = offset[None, :] < incoming[:, None]
+        target = jnp.where(real & fits, target, capacity).reshape(-1)
+        return _Merged(
+            *(
+                field.at[target].set(part.reshape(-1), mode="drop")
+                for field, part in zip(received, arrived)
+            )
+        )
+
+    empty = _Merged(
+        jnp.full(capacity, jnp.inf, merged.values.dtype),
+        jnp.zeros(capacity, merged.positive.dtype),
+        jnp.zeros(capacity, merged.negative.dtype),
+    )
+    received = jax.lax.fori_loop(0, jnp.where(fits, rounds, 0), one_round, empty)
+    return _merge_ties(*received), fits
+
+
+class _Placed(NamedTuple):
+    """This device's distinct scores with the global weight of each class below them."""
+
+    merged: _Merged
+    positive_below: Array
+    negative_below: Array
+    total_positive: Array
+    total_negative: Array
+
+
+def _place(merged: _Merged, axes: tuple[str, ...]) -> _Placed:
+    totals = jnp.stack([merged.positive.sum(), merged.negative.sum()])
+    every = jax.lax.all_gather(totals, axes, tiled=False)  # [device, 2]
+    me = jax.lax.axis_index(axes)
+    before = jnp.where(jnp.arange(every.shape[0])[:, None] < me, every, 0).sum(axis=0)
+    overall = every.sum(axis=0)
+    below = lambda w, start: start + jnp.cumsum(w) - w  # noqa: E731
+    return _Placed(
+        merged,
+        below(merged.positive, before[0]),
+        below(merged.negative, before[1]),
+        overall[0],
+        overall[1],
+    )
+
+
+def _sorted_over_devices(
+    scores: Array, labels: Array, weights: Array, axes: tuple[str, ...], devices: int, capacity: int
+) -> tuple[_Merged, Array, Any]:
+    """Inside `shard_map`: the merged distinct scores of this device's value range, whether they
+    fit the capacity everywhere, and the fallback that gathers them (call it only if not)."""
+    positive = jnp.where(labels == 1, weights, 0)
+    negative = jnp.where(labels == 1, 0, weights)
+    local = _merge_ties(scores, positive, negative)
+    splitters = _splitters(local, axes, devices)
+    block = max(1, -(-scores.shape[0] // devices))
+    received, fits = _exchange(local, splitters, axes, devices, block, capacity)
+
+    def fallback() -> _Merged:  # the exact fallback: every device merges all entries
+        every = [jax.lax.all_gather(field, axes, tiled=True) for field in local]
+        whole = _merge_ties(*every)
+        mine = jax.lax.axis_index(axes) == 0  # one device keeps them, the others none
+        return _Merged(
+            jnp.where(mine, whole.values, jnp.inf),
+            jnp.where(mine, whole.positive, 0),
+            jnp.where(mine, whole.negative, 0),
+        )
+
+    return received, fits, fallback
+
+
+# ------------------------------------------------------------------------------ metrics
+def _auc_terms(placed: _Placed, dtype: Any) -> Array:
+    m = placed.merged
+    pairs = m.positive.astype(dtype) * (
+        placed.negative_below.astype(dtype) + m.negative.astype(dtype) / 2
+    )
+    return pairs.sum()
+
+
+def _ap_terms(placed: _Placed, dtype: Any) -> Array:
+    m = placed.merged
+    true_above = (placed.total_positive - placed.positive_below).astype(dtype)
+    false_above = (placed.total_negative - placed.negative_below).astype(dtype)
+    above = true_above + false_above
+    precision = true_above / jnp.where(above > 0, above, 1)
+    return (m.positive.astype(dtype) * precision).sum()
+
+
+def _finish_auc(total: Array, placed: _Placed, dtype: Any) -> Array:
+    p = placed.total_positive.astype(dtype)
+    n = placed.total_negative.astype(dtype)
+    return jnp.where((p > 0) & (n > 0), total / jnp.where(p * n > 0, p * n, 1), jnp.nan)
+
+
+def _finish_ap(total: Array, placed: _Placed, dtype: Any) -> Array:
+    p = placed.total_positive.astype(dtype)
+    return jnp.where(p > 0, total / jnp.where(p > 0, p, 1), jnp.nan)
+
+
+_METRICS = {"roc_auc": (_auc_terms, _finish_auc), "average_precision": (_ap_terms, _finish_ap)}
+
+
+def default_capacity(local: int, devices: int) -> int:
+    """Receive buffer per device: regular sampling keeps it under ~2n/D distinct entries."""
+    return 2 * local + 2 * devices
+
+
+def over_axes(
+    metrics: tuple[str, ...],
+    scores: Array,
+    labels: Array,
+    weights: Array,
+    axes: tuple[str, ...],
+    *,
+    capacity: int | None = None,
+) -> tuple[Array, ...]:
+    """Inside `shard_map`: each of `metrics` of the samples of all devices along `axes`.
+
+    `scores`, `labels` (0/1) and `weights` are this device's 1-D samples (weight 0 for empty
+    slots). One sample sort serves all the metrics; every device gets the same values.
+    """
+    devices = jax.lax.axis_size(axes)
+    capacity = capacity or default_capacity(scores.shape[0], devices)
+    dtype = validation.float_dtype()
+    received, fits, fallback = _sorted_over_devices(
+        scores, labels, weights, axes, devices, capacity
+    )
+
+    def summed(merged: _Merged) -> tuple[Array, ...]:
+        placed = _place(merged, axes)
+        values = []
+        for metric in metrics:
+            terms, finish = _METRICS[metric]
+            values.append(finish(jax.lax.psum(terms(placed, dtype), axes), placed, dtype))
+        return tuple(values)
+
+    # `fits` is the same on every device, so all take the same branch
+    return jax.lax.cond(fits, lambda: summed(received), lambda: summed(fallback()))
+
+
+@functools.partial(jax.jit, static_argnames=("metric", "mesh", "axes", "capacity"))
+def _sharded_metric(scores, labels, weights, *, metric, mesh, axes, capacity):
+    spec = PartitionSpec(axes)
+
+    def on_device(scores, labels, weights):
+        (value,) = over_axes((metric,), scores, labels, weights, axes, capacity=capacity)
+        return value
+
+    return jax.shard_map(
+        on_device,
+        mesh=mesh,
+        in_specs=(spec, spec, spec),
+        out_specs=PartitionSpec(),
+        check_vma=False,
+    )(scores, labels, weights)
+
+
+def sharded_metric(metric: str, scores: Array, labels: Array, weights: Array | None, split):
+    """`metric` ("roc_auc" or "average_precision") of 1-D scores split over mesh axes."""
+    mesh, axes = split
+    if weights is None:
+        weights = jnp.ones_like(labels)
+    devices = int(np.prod([mesh.shape[a] for a in axes]))
+    capacity = default_capacity(scores.shape[-1] // devices, devices)
+    return _sharded_metric(
+        scores, labels, weights, metric=metric, mesh=mesh, axes=axes, capacity=capacity
+    )

@@ -1,0 +1,136 @@
+"""One process of test_multiprocess.py: 2 processes x 2 CPU devices over gloo on localhost.
+
+Run as ``python multiprocess_checks.py PROCESS_ID PORT``. Every process builds the same global
+arrays (each holding only its own shards), computes every check, and compares with the
+single-device result on the whole data, which each process can compute alone.
+"""
+
+import os
+import sys
+
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+os.environ["JAX_PLATFORMS"] = "cpu"
+
+import jax  # noqa: E402
+
+jax.config.update("jax_cpu_collectives_implementation", "gloo")
+process, port = int(sys.argv[1]), sys.argv[2]
+jax.distributed.initialize(f"localhost:{port}", num_processes=2, process_id=process)
+
+import numpy as np  # noqa: E402
+from jax.sharding import NamedSharding, PartitionSpec  # noqa: E402
+
+import jaxmetrics as jm  # noqa: E402
+from jaxmetrics import streaming  # noqa: E402
+
+assert jax.process_count() == 2 and jax.device_count() == 4, jax.devices()
+mesh = jax.make_mesh((4,), ("devices",))
+split = NamedSharding(mesh, PartitionSpec("devices"))
+
+
+def global_array(values):
+    """The global array of `values`, this process holding only its own devices' shards."""
+    return jax.make_array_from_callback(values.shape, split, lambda index: values[index])
+
+
+def report(name):
+    print(f"process {process}: {name}", flush=True)
+
+
+rng = np.random.default_rng(0)
+n = 4000
+labels = (rng.random(n) < 0.3).astype(np.int32)
+scores = np.round(rng.normal(size=n) + labels, 1).astype(np.float32)
+weights = rng.integers(0, 4, n).astype(np.int32)
+s, y, w = global_array(scores), global_array(labels), global_array(weights)
+assert not s.is_fully_addressable
+
+# 1. exact AUC / AP / counts / curves of split arrays, eagerly and under jit
+checks = {
+    "roc_auc": lambda a, b, c: jm.roc_auc(a, b, sample_weight=c),
+    "average_precision": lambda a, b, c: jm.average_precision(a, b, sample_weight=c),
+    "confusion_counts": lambda a, b, c: jm.confusion_counts(a, b, np.float32([0.0, 0.5, 1.0])),
+    "roc_curve.tpr": lambda a, b, c: jm.roc_curve(a, b).tpr,
+    "delong": lambda a, b, c: jm.delong(a[None], b).variance,
+    "max_f_beta": lambda a, b, c: jm.max_f_beta(a, b, sample_weight=c)[0],
+}
+for name, metric in checks.items():
+    expected = jax.tree_util.tree_leaves(metric(scores, labels, weights))
+    for mode, run in (("eager", metric), ("jit", jax.jit(metric))):
+        got = jax.tree_util.tree_leaves(run(s, y, w))
+        for a, b in zip(got, expected, strict=True):
+            assert a.is_fully_replicated, (name, mode, a.sharding)  # readable in every process
+            np.testing.assert_allclose(np.asarray(a), b, rtol=2e-6, err_msg=f"{name} {mode}")
+    report(f"{name} of split arrays == one device (eager, jit)")
+
+# 2. a skewed input: 90% of the samples share one score
+skewed = np.where(rng.random(n) < 0.9, np.float32(0.25), scores).astype(np.float32)
+for metric in (jm.roc_auc, jm.average_precision):
+    got = float(jax.jit(metric)(global_array(skewed), y))
+    np.testing.assert_allclose(got, float(metric(skewed, labels)), rtol=2e-6)
+report("skewed scores (one value 90%) == one device")
+
+# 3. a bad value in one process's shard: both processes raise the same error
+bad = scores.copy()
+bad[3100] = np.nan  # on a device of process 1
+try:
+    jm.roc_auc(global_array(bad), y)
+except ValueError as error:
+    assert "found NaN at index 3100" in str(error), error
+else:
+    raise AssertionError("no error")
+report("a NaN in another process's shard: the same error in every process")
+
+# 4. the bootstrap over a mesh spanning both processes equals the one-device bootstrap
+key = jax.random.key(5)
+one = jm.bootstrap(jm.roc_auc, scores, labels, key=key, num_resamples=64)
+spread = jm.bootstrap(jm.roc_auc, scores, labels, key=key, num_resamples=64, mesh=mesh)
+np.testing.assert_allclose(float(spread.low), float(one.low), rtol=1e-6)
+np.testing.assert_allclose(float(spread.high), float(one.high), rtol=1e-6)
+report("bootstrap over 2 processes == one device")
+
+
+# 5. streaming states merged over the mesh (psum) == the state of all the data
+def per_device(a, b):
+    state = streaming.BinnedCurve.empty(60, low=-3, high=4).update(a, b)
+    return jax.lax.psum(state, "devices")
+
+
+merged = jax.jit(
+    jax.shard_map(
+        per_device,
+        mesh=mesh,
+        in_specs=(PartitionSpec("devices"),) * 2,
+        out_specs=PartitionSpec(),
+        check_vma=False,
+    )
+)(s, y)
+single = streaming.BinnedCurve.empty(60, low=-3, high=4).update(scores, labels)
+for a, b in zip(jax.tree_util.tree_leaves(merged), jax.tree_util.tree_leaves(single)):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+report("psum-merged BinnedCurve == one device")
+
+
+# 6. ExactCurve states, one per device, computed together by the distributed sample sort
+def exact_per_device(a, b):
+    state = streaming.ExactCurve.empty(1200)
+    state = state.update(a[:500], b[:500]).update(a[500:], b[500:])
+    return state.compute(axis_name="devices")
+
+
+together = jax.jit(
+    jax.shard_map(
+        exact_per_device,
+        mesh=mesh,
+        in_specs=(PartitionSpec("devices"),) * 2,
+        out_specs=PartitionSpec(),
+        check_vma=False,
+    )
+)(s, y)
+np.testing.assert_allclose(float(together["roc_auc"]), float(jm.roc_auc(scores, labels)), rtol=2e-6)
+np.testing.assert_allclose(
+    float(together["average_precision"]), float(jm.average_precision(scores, labels)), rtol=2e-6
+)
+assert int(together["count"]) == n
+report("ExactCurve.compute(axis_name=...) over 4 devices == one device")
+print(f"process {process}: ALL OK", flush=True)
