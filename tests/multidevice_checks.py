@@ -124,18 +124,23 @@ for case, values in cases.items():
                 assert abs(got - expected) < 2e-6, (case, layout, wname, metric, got, expected)
 print("split AUC / AP == scikit-learn (ties, skew, all equal, sorted layouts, weights)")
 
-# a receive buffer too small for the entries (forced): the exact gather fallback
+# a receive buffer too small for the entries (forced): NaN from the program, never a partial
+# sum, and an eager call recomputes it exactly on the gathered samples
 values = split_layout(cases["distinct"].astype(np.float32))
 ones = split_layout(np.ones(n, np.int32))
-for metric, reference in (
-    ("roc_auc", roc_auc_score),
-    ("average_precision", average_precision_score),
-):
-    got = sharded._sharded_metric(
+for metric in ("roc_auc", "average_precision"):
+    got, fits = sharded._sharded_metric(
         values, split_layout(y), ones, metric=metric, mesh=mesh, axes=("devices",), capacity=8
     )
-    assert abs(float(got) - reference(y, cases["distinct"].astype(np.float32))) < 2e-6
-print("the gather fallback (buffer too small) == scikit-learn")
+    assert not bool(fits) and np.isnan(float(got))
+original = sharded.default_capacity
+sharded.default_capacity = lambda local, devices: 8
+try:
+    eager = float(jm.roc_auc(values, split_layout(y)))
+finally:
+    sharded.default_capacity = original
+assert abs(eager - roc_auc_score(y, cases["distinct"].astype(np.float32))) < 2e-6
+print("an overflowing buffer: NaN under jit, the exact gathered value eagerly")
 
 # one class only: NaN, as on one device
 assert np.isnan(float(jm.roc_auc(values, split_layout(np.zeros(n, np.int32)))))

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 import jax
-import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
 
@@ -42,10 +41,8 @@ def sample_split(value: Any) -> tuple[Any, tuple[str, ...]] | None:
     axes = _spec(sharding, value.ndim)[value.ndim - 1]
     if axes is None:
         return None
-    axes = axes if isinstance(axes, tuple) else (axes,)
-    if int(np.prod([sharding.mesh.shape[a] for a in axes])) == 1:
-        return None
-    return sharding.mesh, axes
+    # (an axis of size 1 counts too: JAX's sort still refuses an operand typed as split)
+    return sharding.mesh, axes if isinstance(axes, tuple) else (axes,)
 
 
 def is_split(value: Any) -> bool:

@@ -132,7 +132,11 @@ def _run_distributed(
     key = tuple(sorted(options.items()))
     one_dimensional = all(a is None or a.ndim == 1 for a in (scores, labels, weights))
     if split is not None and key in _forms(kernel) and one_dimensional and not extra:
-        return sharded.sharded_metric(SHARDED_FORMS[(kernel, key)], scores, labels, weights, split)
+        form = SHARDED_FORMS[(kernel, key)]
+        value, fits = sharded.sharded_metric(form, scores, labels, weights, split)
+        if not validation.is_concrete(fits) or bool(fits):
+            return value  # (under jit a NaN if the buffers ever overflowed)
+        # eager: the exact recomputation on the gathered samples
     arrays = tuple(None if a is None else layouts.replicate(jnp.asarray(a)) for a in arrays)
     if validation.is_concrete(*arrays):  # eager: one compiled program, the caller's shapes
         return _compiled(kernel, key, callbacks=False)(*arrays)

@@ -13,10 +13,13 @@ per device stays O(n / D).
    equal scores always land on the same device.
 3. The entries move with ``all_to_all`` in rounds of a fixed block per device pair (XLA needs
    static sizes; the rounds repeat while a pair has entries left), into a receive buffer of
-   static capacity. The matrix of pair counts is gathered first, so every device knows the
-   number of rounds and whether the buffer is large enough; if it is not (possible only for
-   adversarial layouts), all devices take the exact fallback instead: the merged entries are
-   gathered to every device (O(n) memory), never a wrong number.
+   static capacity 2n/D + 2D. Regular sampling keeps every device under about 2n/D - n/D^2
+   distinct entries (Li et al. 1993), and merging ties keeps a heavy score to one entry per
+   device, so the buffer holds them. The matrix of pair counts is gathered first, so every
+   device knows the number of rounds and whether the buffer suffices; if it ever did not, the
+   program returns NaN rather than a wrong number, and an eager call is recomputed exactly on
+   the gathered samples (O(n) memory per device). No gather is compiled into the sharded
+   program: its memory per device stays O(n / D).
 4. Each device sorts and merges what it received; the weight of positives and negatives below
    its range comes from an exclusive scan of the per-device totals. The metric is a sum of
    per-entry terms, added up with ``psum``.
@@ -154,9 +157,9 @@ def _place(merged: _Merged, axes: tuple[str, ...]) -> _Placed:
 
 def _sorted_over_devices(
     scores: Array, labels: Array, weights: Array, axes: tuple[str, ...], devices: int, capacity: int
-) -> tuple[_Merged, Array, Any]:
+) -> tuple[_Merged, Array]:
     """Inside `shard_map`: the merged distinct scores of this device's value range, whether they
-    fit the capacity everywhere, and the fallback that gathers them (call it only if not)."""
+    fit the capacity everywhere (the same flag on every device)."""
     positive = jnp.where(labels == 1, weights, 0)
     negative = jnp.where(labels == 1, 0, weights)
     local = _merge_ties(scores, positive, negative)
@@ -164,17 +167,7 @@ def _sorted_over_devices(
     block = max(1, -(-scores.shape[0] // devices))
     received, fits = _exchange(local, splitters, axes, devices, block, capacity)
 
-    def fallback() -> _Merged:  # the exact fallback: every device merges all entries
-        every = [jax.lax.all_gather(field, axes, tiled=True) for field in local]
-        whole = _merge_ties(*every)
-        mine = jax.lax.axis_index(axes) == 0  # one device keeps them, the others none
-        return _Merged(
-            jnp.where(mine, whole.values, jnp.inf),
-            jnp.where(mine, whole.positive, 0),
-            jnp.where(mine, whole.negative, 0),
-        )
-
-    return received, fits, fallback
+    return received, fits
 
 
 # ------------------------------------------------------------------------------ metrics
@@ -222,29 +215,24 @@ def over_axes(
     axes: tuple[str, ...],
     *,
     capacity: int | None = None,
-) -> tuple[Array, ...]:
+) -> tuple[tuple[Array, ...], Array]:
     """Inside `shard_map`: each of `metrics` of the samples of all devices along `axes`.
 
     `scores`, `labels` (0/1) and `weights` are this device's 1-D samples (weight 0 for empty
-    slots). One sample sort serves all the metrics; every device gets the same values.
+    slots). One sample sort serves all the metrics; every device gets the same values. Returns
+    the values and whether the receive buffers held every entry (if not, the values are NaN).
     """
     devices = jax.lax.axis_size(axes)
     capacity = capacity or default_capacity(scores.shape[0], devices)
     dtype = validation.float_dtype()
-    received, fits, fallback = _sorted_over_devices(
-        scores, labels, weights, axes, devices, capacity
-    )
-
-    def summed(merged: _Merged) -> tuple[Array, ...]:
-        placed = _place(merged, axes)
-        values = []
-        for metric in metrics:
-            terms, finish = _METRICS[metric]
-            values.append(finish(jax.lax.psum(terms(placed, dtype), axes), placed, dtype))
-        return tuple(values)
-
-    # `fits` is the same on every device, so all take the same branch
-    return jax.lax.cond(fits, lambda: summed(received), lambda: summed(fallback()))
+    received, fits = _sorted_over_devices(scores, labels, weights, axes, devices, capacity)
+    placed = _place(received, axes)
+    values = []
+    for metric in metrics:
+        terms, finish = _METRICS[metric]
+        value = finish(jax.lax.psum(terms(placed, dtype), axes), placed, dtype)
+        values.append(jnp.where(fits, value, jnp.nan))  # never a partial sum
+    return tuple(values), fits
 
 
 @functools.partial(jax.jit, static_argnames=("metric", "mesh", "axes", "capacity"))
@@ -252,20 +240,23 @@ def _sharded_metric(scores, labels, weights, *, metric, mesh, axes, capacity):
     spec = PartitionSpec(axes)
 
     def on_device(scores, labels, weights):
-        (value,) = over_axes((metric,), scores, labels, weights, axes, capacity=capacity)
-        return value
+        (value,), fits = over_axes((metric,), scores, labels, weights, axes, capacity=capacity)
+        return value, fits
 
     return jax.shard_map(
         on_device,
         mesh=mesh,
         in_specs=(spec, spec, spec),
-        out_specs=PartitionSpec(),
+        out_specs=(PartitionSpec(), PartitionSpec()),
         check_vma=False,
     )(scores, labels, weights)
 
 
-def sharded_metric(metric: str, scores: Array, labels: Array, weights: Array | None, split):
-    """`metric` ("roc_auc" or "average_precision") of 1-D scores split over mesh axes."""
+def sharded_metric(
+    metric: str, scores: Array, labels: Array, weights: Array | None, split
+) -> tuple[Array, Array]:
+    """`metric` ("roc_auc" or "average_precision") of 1-D scores split over mesh axes, and
+    whether the receive buffers sufficed (if not, the value is NaN: recompute it gathered)."""
     mesh, axes = split
     if weights is None:
         weights = jnp.ones_like(labels)

@@ -408,8 +408,8 @@ class ExactCurve:
         else:
             axes = axis_name if isinstance(axis_name, tuple) else (axis_name,)
             rows = lambda a: [a] if self.num_labels is None else list(a)  # noqa: E731
-            pairs = [
-                sharded.over_axes(("roc_auc", "average_precision"), s, y, w, axes)
+            pairs = [  # (NaN in the unlikely event that a device's buffer overflows)
+                sharded.over_axes(("roc_auc", "average_precision"), s, y, w, axes)[0]
                 for s, y, w in zip(rows(self.scores), rows(self.labels), rows(weights))
             ]
             auc, ap = (jnp.stack(column).reshape(count.shape) for column in zip(*pairs))
