@@ -233,6 +233,67 @@ def bootstrap_rows(n, num_resamples, repeats):
     return rows
 
 
+def accelerator_rows(n_bootstrap, num_resamples, n_exact, repeats):
+    """The accelerator targets: 10^4 AUC resamples at n = 10^6 (< 1 s), exact AUC at n = 10^8
+    (< 0.1 s), and the same AUC with the samples split over every device (a mesh of all the
+    devices the machine has; the distributed sample sort, exact). Timed only (scikit-learn at
+    these sizes would dominate the run); the values are checked against scikit-learn at the
+    bootstrap size."""
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    rows = []
+    scores, labels = binormal(n_bootstrap)
+    on_device = jax.device_put(scores), jax.device_put(labels)
+
+    def resamples(key=0):
+        result = jm.bootstrap(
+            jm.roc_auc, *on_device, key=jax.random.key(key), num_resamples=num_resamples
+        )
+        return result.samples.block_until_ready()
+
+    resamples(99)  # compile
+    rows.append(
+        dict(
+            work=f"bootstrap roc_auc, {num_resamples} multinomial resamples, n = {n_bootstrap:.0e}",
+            jaxmetrics_s=best_time(resamples, repeats),
+            sklearn_s=float("nan"),
+            speedup=float("nan"),
+            target_s=1.0,
+        )
+    )
+    rng = np.random.default_rng(2)
+    labels = jax.device_put((rng.random(n_exact) < 0.1).astype(np.int32))
+    scores = jax.device_put(rng.normal(size=n_exact).astype(np.float32)) + labels
+    auc = jax.jit(jm.roc_auc)
+    auc(scores, labels).block_until_ready()
+    rows.append(
+        dict(
+            work=f"exact roc_auc, n = {n_exact:.0e}, one device",
+            jaxmetrics_s=best_time(lambda: auc(scores, labels), repeats),
+            sklearn_s=float("nan"),
+            speedup=float("nan"),
+            target_s=0.1,
+        )
+    )
+    devices = len(jax.devices())
+    mesh = jax.make_mesh((devices,), ("devices",))
+    split = NamedSharding(mesh, PartitionSpec("devices"))
+    n_split = n_exact - n_exact % devices
+    s, y = jax.device_put(scores[:n_split], split), jax.device_put(labels[:n_split], split)
+    single = float(auc(scores[:n_split], labels[:n_split]))
+    spread = float(auc(s, y))
+    rows.append(
+        dict(
+            work=f"exact roc_auc, n = {n_split:.0e} split over {devices} device(s) (sample sort)",
+            jaxmetrics_s=best_time(lambda: auc(s, y), repeats),
+            sklearn_s=float("nan"),
+            speedup=float("nan"),
+            difference_to_one_device=abs(spread - single),
+        )
+    )
+    return rows
+
+
 def surrogate_row(n, repeats):
     """Squared-hinge pairwise AUC loss and its gradient over all n+ x n- pairs."""
     import jaxmetrics.losses as jl
@@ -498,6 +559,7 @@ def main() -> int:
         "--only", choices=["first-call"], help="run one group of rows (for a quick check)"
     )
     args = parser.parse_args()
+    started = time.perf_counter()
     if args.device == "cpu":
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -544,7 +606,12 @@ def main() -> int:
     else:
         rows += bootstrap_rows(10**5, 1000, args.repeats)
         rows.append(memory_row(2 * 10**5, 5000, args.device))
+    if args.device == "gpu":
+        rows += accelerator_rows(10**6, 10**4, 10**8, args.repeats)
+    elif args.quick:  # the same code at CPU sizes, so that it is known to run
+        rows += accelerator_rows(10**4, 100, 10**5, 1)
     print_rows(rows)
+    print(f"total {time.perf_counter() - started:.0f} s")
 
     machine = dict(
         backend=backend,
