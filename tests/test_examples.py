@@ -1,5 +1,6 @@
 """The examples run as a user runs them (quick modes), in a subprocess."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,14 +16,34 @@ def test_surrogate_losses_quick():
         timeout=600,
     )
     assert result.returncode == 0, result.stderr
+    out = result.stdout
     for part in (
-        "well-specified, linear",
-        "misspecified, mlp",
+        "well-specified, linear model",
+        "well-specified, mlp model",
+        "misspecified, mlp model",
+        "learning to rank, linear scorer",
+        "learning to rank, mlp scorer",
         "pairwise AUC",
+        "compositional AUC",
         "Smooth-AP",
-        "DeLong",
+        "SOAP",
+        "pAUC CVaR",
+        "pAUC KL",
+        "ApproxNDCG",
+        "ListNet",
+        "NDCG@10",
+        "ΔpAUC [95%]",
+        "BCE's rates, seeds at 0.01/0.03/0.1",
+        "total time",
     ):
-        assert part in result.stdout
+        assert part in out, part
+    # the summary sorts every targeted comparison (9 surrogates x 3 configurations, 3 ranking
+    # losses x 2 scorers) into better, no clear difference and worse
+    summary = out[out.index("Summary:") :]
+    verdicts = re.findall(r"^  (better|no clear difference|worse) \((\d+) of 33\):$", summary, re.M)
+    assert [v for v, _ in verdicts] == ["better", "no clear difference", "worse"], summary
+    assert sum(int(n) for _, n in verdicts) == 33
+    assert "non-finite" not in out
 
 
 def test_training_loop_on_four_emulated_devices():
