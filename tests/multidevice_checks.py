@@ -142,6 +142,33 @@ finally:
 assert abs(eager - roc_auc_score(y, cases["distinct"].astype(np.float32))) < 2e-6
 print("an overflowing buffer: NaN under jit, the exact gathered value eagerly")
 
+# DeLong of one split model and counts at thresholds (summed over devices): equal to one device
+ties = cases["ties"].astype(np.float32)
+int_weights = weights_cases["int with zeros"]
+for kwargs, split_kwargs in (
+    ({}, {}),
+    ({"sample_weight": int_weights}, {"sample_weight": split_layout(int_weights)}),
+):
+    expected = jm.delong(ties, y, **kwargs)
+    for got in (
+        jm.delong(split_layout(ties), split_layout(y), **split_kwargs),
+        jax.jit(lambda a, b, kw: jm.delong(a, b, **kw))(
+            split_layout(ties), split_layout(y), split_kwargs
+        ),
+    ):
+        for field in expected._fields:
+            np.testing.assert_allclose(
+                float(getattr(got, field)),
+                float(getattr(expected, field)),
+                rtol=2e-6,
+                err_msg=field,
+            )
+    grid = np.float32([0.1, 0.5, 0.9])
+    counts = jm.confusion_counts(split_layout(ties), split_layout(y), grid, **split_kwargs)
+    for a, b in zip(counts, jm.confusion_counts(ties, y, grid, **kwargs)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+print("split DeLong and counts at thresholds == one device (with and without weights)")
+
 # one class only: NaN, as on one device
 assert np.isnan(float(jm.roc_auc(values, split_layout(np.zeros(n, np.int32)))))
 print("ALL OK")

@@ -177,3 +177,8 @@ def _counts_kernel(scores: Array, labels: Array, weights: Array | None, grid: Ar
     counts = Counts(positive[-1] - fn, negative[-1] - tn, fn, tn)
     # a NaN threshold (possible only under jit) marks its own counts, not the +inf end
     return Counts(*(jnp.where(jnp.isnan(grid), jnp.asarray(-1, c.dtype), c) for c in counts))
+
+
+# counts at fixed thresholds add up over any split of the samples: over a mesh, each device
+# counts its own samples and a `psum` adds them (recipe.run_kernel)
+recipe.ADDITIVE_KERNELS.add(_counts_kernel)

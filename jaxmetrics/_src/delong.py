@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtr
 
-from jaxmetrics._src import sorting, validation
+from jaxmetrics._src import layouts, sharded, sorting, validation
 from jaxmetrics._src.intervals import normal_quantile
 from jaxmetrics._src.typing import Array, ArrayLike
 
@@ -280,11 +280,28 @@ def delong(
     """
     z = normal_quantile(confidence)
     was_1d = np.ndim(scores) == 1
+    split = layouts.sample_split(scores) if was_1d else None
+    if split is not None:  # one model's samples split over a mesh: the sharded sample sort
+        return _sharded_delong(scores, labels, sample_weight, split, confidence)
     inputs = _delong_inputs([("scores", scores)], labels, sample_weight)
     result = _delong_fields(*inputs, np.asarray(z, validation.float_dtype()))
     if was_1d:
         result = DeLong(*(x.reshape(()) for x in result))
     return result
+
+
+def _sharded_delong(scores, labels, sample_weight, split, confidence) -> DeLong:
+    """`delong` of one model whose samples are split over a mesh: O(n / D) memory per device."""
+    scores, labels, weights, invalid = validation.binary_inputs(
+        scores, labels, sample_weight, keep_split=True
+    )
+    auc, variance, fits = sharded.sharded_delong(scores, labels, weights, split)
+    if validation.is_concrete(fits) and not bool(fits):  # eager: recompute on gathered samples
+        whole = [None if a is None else layouts.replicate(a) for a in (scores, labels, weights)]
+        return delong(whole[0], whole[1], sample_weight=whole[2], confidence=confidence)
+    half = normal_quantile(confidence) * jnp.sqrt(variance)
+    low, high = jnp.clip(auc - half, 0, 1), jnp.clip(auc + half, 0, 1)
+    return DeLong(*validation.nan_where(invalid, (auc, variance, variance, low, high)))
 
 
 class DeLongTest(NamedTuple):

@@ -137,6 +137,8 @@ def _run_distributed(
         if not validation.is_concrete(fits) or bool(fits):
             return value  # (under jit a NaN if the buffers ever overflowed)
         # eager: the exact recomputation on the gathered samples
+    if split is not None and kernel in ADDITIVE_KERNELS and one_dimensional and not options:
+        return sharded.summed_over_devices(kernel, scores, labels, weights, extra, split)
     arrays = tuple(None if a is None else layouts.replicate(jnp.asarray(a)) for a in arrays)
     if validation.is_concrete(*arrays):  # eager: one compiled program, the caller's shapes
         return _compiled(kernel, key, callbacks=False)(*arrays)
@@ -177,6 +179,8 @@ def sorted_metric(
 # Kernels with a sharded form, keyed by (kernel, sorted options): `sharded.sharded_metric`'s
 # metric name. Registered by the modules that define the kernels.
 SHARDED_FORMS: dict[tuple[Callable[..., Any], tuple], str] = {}
+# Kernels (without options) whose result is the sum of their results on any split of the samples.
+ADDITIVE_KERNELS: set[Callable[..., Any]] = set()
 
 
 # Public metrics whose value depends on the scores (their first argument) only through their

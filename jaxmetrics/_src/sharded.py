@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
 
-from jaxmetrics._src import validation
+from jaxmetrics._src import kernels, validation
 
 Array = jax.Array
 
@@ -200,6 +200,98 @@ def _finish_ap(total: Array, placed: _Placed, dtype: Any) -> Array:
 
 
 _METRICS = {"roc_auc": (_auc_terms, _finish_auc), "average_precision": (_ap_terms, _finish_ap)}
+
+
+def _delong_variance(placed: _Placed, auc: Array, axes: tuple[str, ...], dtype: Any) -> Array:
+    """DeLong's variance of one model's AUC from the placed distinct scores (Sun and Xu 2014).
+
+    Every sample at score v has the same placement value: V10(v) = (negatives below + half the
+    tied) / N for a positive, V01(v) = (positives above + half the tied) / P for a negative, so
+    the sample covariances are weighted sums over the distinct scores, added up with `psum`.
+    Each class's values are shifted to one of them first (the largest, found with `pmax`):
+    values that are all equal then give exactly 0, as on one device.
+    """
+    m = placed.merged
+    positive, negative = m.positive.astype(dtype), m.negative.astype(dtype)
+    p, n = placed.total_positive.astype(dtype), placed.total_negative.astype(dtype)
+    v10 = (placed.negative_below.astype(dtype) + negative / 2) / n
+    positive_above = p - placed.positive_below.astype(dtype) - positive
+    v01 = (positive_above + positive / 2) / p
+
+    def covariance(values: Array, counts: Array, total: Array) -> Array:
+        reference = jax.lax.pmax(jnp.max(jnp.where(counts > 0, values, -jnp.inf)), axes)
+        shifted = jnp.where(counts > 0, values - reference, 0)
+        mean = jax.lax.psum((counts * shifted).sum(), axes) / total
+        return jax.lax.psum((counts * (shifted - mean) ** 2).sum(), axes) / (total - 1)
+
+    del auc  # the mean of both kinds of placement values; shifted means are exact instead
+    return covariance(v10, positive, p) / p + covariance(v01, negative, n) / n
+
+
+@functools.partial(jax.jit, static_argnames=("mesh", "axes", "capacity"))
+def _sharded_delong(scores, labels, weights, *, mesh, axes, capacity):
+    spec = PartitionSpec(axes)
+    dtype = validation.float_dtype()
+
+    def on_device(scores, labels, weights):
+        devices = jax.lax.axis_size(axes)
+        received, fits = _sorted_over_devices(scores, labels, weights, axes, devices, capacity)
+        placed = _place(received, axes)
+        terms, finish = _METRICS["roc_auc"]
+        auc = finish(jax.lax.psum(terms(placed, dtype), axes), placed, dtype)
+        variance = _delong_variance(placed, auc, axes, dtype)
+        return jnp.where(fits, auc, jnp.nan), jnp.where(fits, variance, jnp.nan), fits
+
+    return jax.shard_map(
+        on_device,
+        mesh=mesh,
+        in_specs=(spec, spec, spec),
+        out_specs=(PartitionSpec(),) * 3,
+        check_vma=False,
+    )(scores, labels, weights)
+
+
+def sharded_delong(
+    scores: Array, labels: Array, weights: Array | None, split
+) -> tuple[Array, Array, Array]:
+    """(AUC, DeLong variance, buffers sufficed) of one model's 1-D scores split over a mesh."""
+    mesh, axes = split
+    if weights is None:
+        weights = jnp.ones_like(labels)
+    devices = int(np.prod([mesh.shape[a] for a in axes]))
+    capacity = default_capacity(scores.shape[-1] // devices, devices)
+    return _sharded_delong(scores, labels, weights, mesh=mesh, axes=axes, capacity=capacity)
+
+
+@functools.partial(jax.jit, static_argnames=("kernel", "mesh", "axes"))
+def _summed_over_devices(kernel, scores, labels, weights, extra, *, mesh, axes):
+    spec = PartitionSpec(axes)
+
+    def on_device(scores, labels, weights, extra):
+        with kernels.without_callbacks():
+            local = kernel(scores, labels, weights, *extra)
+        total = jax.lax.psum(local, axes)
+        # a mark (-1, a NaN threshold's counts) stays one mark, not D of them
+        return jax.tree_util.tree_map(
+            lambda t: jnp.where(t < 0, jnp.asarray(-1, t.dtype), t), total
+        )
+
+    return jax.shard_map(
+        on_device,
+        mesh=mesh,
+        in_specs=(spec, spec, spec, PartitionSpec()),
+        out_specs=PartitionSpec(),
+        check_vma=False,
+    )(scores, labels, weights, extra)
+
+
+def summed_over_devices(kernel, scores, labels, weights, extra, split):
+    """A kernel whose result adds up over any split of the samples (counts at fixed
+    thresholds), run on each device's samples and summed with `psum`: exact, O(n / D)."""
+    mesh, axes = split
+    if weights is None:
+        weights = jnp.ones_like(labels)
+    return _summed_over_devices(kernel, scores, labels, weights, tuple(extra), mesh=mesh, axes=axes)
 
 
 def default_capacity(local: int, devices: int) -> int:
