@@ -169,6 +169,31 @@ for kwargs, split_kwargs in (
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 print("split DeLong and counts at thresholds == one device (with and without weights)")
 
+# every registered metric of samples (tests/test_common.py) takes split arrays, under jit and
+# eagerly, and gives the one-device result
+import test_common  # noqa: E402
+
+registry_inputs = {
+    name: test_common.problem(rng, metric.kind, n=40)
+    for name, metric in test_common.METRICS.items()
+}
+split_inputs = {name: tuple(map(split_layout, xs)) for name, xs in registry_inputs.items()}
+
+
+def whole_registry(inputs):
+    return {
+        name: test_common._call(metric, inputs[name], weighted=True)
+        for name, metric in test_common.METRICS.items()
+    }
+
+
+# (under jit, one program for all: the eager split path runs the same kernels compiled alone)
+expected = whole_registry(registry_inputs)
+got = jax.jit(whole_registry)(split_inputs)
+for name in expected:
+    test_common.assert_same(expected[name], got[name], atol=2e-6)
+print(f"all {len(expected)} registered metrics of split samples == one device")
+
 # one class only: NaN, as on one device
 assert np.isnan(float(jm.roc_auc(values, split_layout(np.zeros(n, np.int32)))))
 print("ALL OK")

@@ -212,7 +212,7 @@ def _binning_inputs(
     host_weights = None if weights is None else validation.host_values(weights)
     if validation.host_values(probs) is not None and (weights is None or host_weights is not None):
         # float64 input is binned in float64 (its own precision), the rest in the results' type
-        values = known if known.dtype == np.float64 else np.asarray(probs)
+        values = known if known is not None and known.dtype == np.float64 else np.asarray(probs)
         ids, edges = _host_bins(values, num_bins, strategy, host_weights)
     return num_bins, (probs, labels, weights, ids, edges, flags)
 
