@@ -294,7 +294,10 @@ def smooth_ap_loss(
     temperature: float = 0.01,
     sample_weight: ArrayLike | None = None,
 ) -> Array:
-    r"""One minus Smooth-AP (Brown et al. 2020), binary form, in O(n+ n).
+    r"""One minus Smooth-AP (Brown et al. 2020), binary form: O(n^2) time, O(n) memory.
+
+    (The row sums are formed for every sample, in blocks of rows, since the number of positives
+    is not static under `jit`; only the positives' rows enter the loss.)
 
     Each positive's rank among all samples and among the positives is relaxed with a sigmoid of
     the score differences. As the temperature goes to 0 it becomes
