@@ -4,7 +4,11 @@ import pytest
 
 # a script run by test_multidevice.py in its own process: importing it (as --doctest-modules
 # would) sets four emulated devices for the whole session and runs every check at collection
-collect_ignore = ["multidevice_checks.py", "multiprocess_checks.py"]
+collect_ignore = [
+    "multidevice_checks.py",
+    "multidevice_registry_checks.py",
+    "multiprocess_checks.py",
+]
 
 
 @pytest.fixture

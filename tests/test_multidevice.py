@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
-def test_four_emulated_devices():
-    script = Path(__file__).with_name("multidevice_checks.py")
+
+@pytest.mark.parametrize("name", ["multidevice_checks.py", "multidevice_registry_checks.py"])
+def test_four_emulated_devices(name):
+    script = Path(__file__).with_name(name)
     result = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, timeout=600
     )
