@@ -75,8 +75,8 @@ Compile time. All losses of a part train in one compiled program, vmapped over c
 seeds and rates (the linear model is the MLP with its hidden layer switched off, so both share
 the program); the metrics of a part are one more. --quick is then mostly compilation.
 
-    python examples/surrogate_losses.py            # 10 seeds: 15 minutes on 2 busy CPU cores
-    python examples/surrogate_losses.py --quick    # 2 seeds, small sizes: 27 s (38 s busy)
+    python examples/surrogate_losses.py            # 10 seeds: 14 minutes on 2 busy CPU cores
+    python examples/surrogate_losses.py --quick    # 2 seeds, small sizes: 35 s (2 busy cores)
 """
 
 from __future__ import annotations
@@ -413,12 +413,13 @@ def split(arrays, sizes):
 
 
 def two_way_partial_auc(scores, labels, min_tpr=MIN_TPR, max_fpr=MAX_FPR):
-    """Two-way partial AUC [...] of scores [..., n] and 0/1 labels (broadcasting), Yang et al.'s
-    (2021) empirical form: the fraction of correctly ordered pairs (a tie counts 1/2) between
-    the bottom ceil((1 - min_tpr) P) of the P positives by score and the top ceil(max_fpr N) of
-    the N negatives; an estimate of the ROC area over TPR >= min_tpr, FPR <= max_fpr divided
-    by (1 - min_tpr) max_fpr. Of scores tied at a cut-off, the ones kept are chosen by index
-    (arbitrarily); the value does not depend on the choice, since the tied scores are equal.
+    """Two-way partial AUC, shape [...], of scores [..., n] and 0/1 labels (broadcasting), in
+    Yang et al.'s (2021) empirical form: the fraction of correctly ordered pairs (a tie counts
+    1/2) between the bottom ceil((1 - min_tpr) P) of the P positives by score and the top
+    ceil(max_fpr N) of the N negatives; an estimate of the ROC area over TPR >= min_tpr,
+    FPR <= max_fpr divided by (1 - min_tpr) max_fpr. Of scores tied at a cut-off, the ones kept
+    are chosen by index (arbitrarily); the value does not depend on the choice, since the tied
+    scores are equal.
     """
     labels = jnp.broadcast_to(labels, scores.shape)
     positive = labels == 1
