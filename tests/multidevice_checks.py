@@ -148,22 +148,31 @@ ties = cases["ties"].astype(np.float32)
 int_weights = weights_cases["int with zeros"]
 kwargs = {"sample_weight": int_weights}
 split_kwargs = {"sample_weight": split_layout(int_weights)}
-expected = jm.delong(ties, y, **kwargs)
+models = np.stack([ties, np.round(ties + rng.normal(0, 0.5, n), 1), (y == 1).astype(np.float32)])
+split_models = jax.device_put(models, NamedSharding(mesh, PartitionSpec(None, "devices")))
+expected = jm.delong(models, y, **kwargs)
 for got in (
-    jm.delong(split_layout(ties), split_layout(y), **split_kwargs),
-    jax.jit(lambda a, b, kw: jm.delong(a, b, **kw))(
-        split_layout(ties), split_layout(y), split_kwargs
-    ),
+    jm.delong(split_models, split_layout(y), **split_kwargs),
+    jax.jit(lambda a, b, kw: jm.delong(a, b, **kw))(split_models, split_layout(y), split_kwargs),
 ):
     for field in expected._fields:
         np.testing.assert_allclose(
-            float(getattr(got, field)), float(getattr(expected, field)), rtol=2e-6, err_msg=field
+            np.asarray(getattr(got, field)),
+            np.asarray(getattr(expected, field)),
+            rtol=2e-5,
+            atol=1e-9,
+            err_msg=field,
         )
+test = jm.delong_test(
+    split_layout(models[0]), split_layout(models[1]), split_layout(y), **split_kwargs
+)
+for a, b in zip(test, jm.delong_test(models[0], models[1], y, **kwargs)):
+    np.testing.assert_allclose(float(a), float(b), rtol=2e-5)
 grid = np.float32([0.1, 0.5, 0.9])
 counts = jm.confusion_counts(split_layout(ties), split_layout(y), grid, **split_kwargs)
 for a, b in zip(counts, jm.confusion_counts(ties, y, grid, **kwargs)):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-print("split DeLong and counts at thresholds == one device (weighted)")
+print("split DeLong (3 models, a perfect one among them), its test and counts == one device")
 
 # one class only: NaN, as on one device
 assert np.isnan(float(jm.roc_auc(values, split_layout(np.zeros(n, np.int32)))))

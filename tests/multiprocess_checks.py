@@ -53,6 +53,7 @@ checks = {
     "average_precision": (lambda a, b, c: jm.average_precision(a, b, sample_weight=c), ("jit",)),
     "confusion_counts": (lambda a, b, c: jm.confusion_counts(a, b, np.float32([0, 1])), ("eager",)),
     "delong": (lambda a, b, c: jm.delong(a[None], b).variance, ("eager",)),
+    "delong_test": (lambda a, b, c: jm.delong_test(a, a * 0.5 + 0.1 * b, b).p_value, ("eager",)),
 }
 for name, (metric, modes) in checks.items():
     expected = jax.tree_util.tree_leaves(metric(scores, labels, weights))

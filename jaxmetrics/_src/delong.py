@@ -71,14 +71,25 @@ def _covariance(components: Array, counts: Array) -> Array:
     total = counts.sum()
     # shifted to one sample of the class first: components that are all equal (a perfect
     # separation, all scores tied) then give exactly 0, where their float mean would not
-    reference = jnp.argmax(counts)
-    shifted = components - components[:, reference, None]
+    # (picked by a mask, not an index: samples split over a mesh cannot be sliced by index)
+    picked = jnp.arange(counts.shape[-1]) == jnp.argmax(counts)
+    shifted = components - jnp.where(picked, components, 0).sum(-1, keepdims=True)
     centered = shifted - (shifted * counts).sum(-1, keepdims=True) / total
+    if layouts.sample_split(components) is not None:  # split samples: an explicit sum over them
+        products = (centered * counts)[:, None, :] * centered[None, :, :]
+        return products.sum(-1) / (total - 1)
     return (centered * counts) @ centered.T / (total - 1)
 
 
 def _components(scores: Array, labels: Array, weights: Array | None) -> tuple[Array, Array]:
-    """(V10, V01), each ``[M, n]``, of ``[M, n]`` scores."""
+    """(V10, V01), each ``[M, n]``, of ``[M, n]`` scores.
+
+    Samples split over a mesh stay split: the distributed sample sort places them
+    (`sharded.placement_values`), and the moments below add up over the devices.
+    """
+    split = layouts.sample_split(scores)
+    if split is not None:
+        return sharded.placement_values(scores, labels, weights, split)
     return jax.vmap(_structural_components, in_axes=(0, None, None))(scores, labels, weights)
 
 
@@ -114,14 +125,15 @@ def _delong_inputs(
     Concrete scores are exact order keys (DeLong depends on each model's order only) and stay
     on the host with the labels, so that an eager call compiles one program (`_delong_fields`).
     """
+    kept = {"host": True, "keep_split": True}  # split samples stay split (`_components`)
     scores = [
-        validation.as_scores(validation.order_keys(value, name)[0], name, host=True)
+        validation.as_scores(validation.order_keys(value, name)[0], name, **kept)
         for name, value in named_scores
     ]
-    labels = validation.as_real_array(labels, labels_name, host=True)
+    labels = validation.as_real_array(labels, labels_name, **kept)
     weights = None
     if sample_weight is not None:
-        weights = validation.as_real_array(sample_weight, "sample_weight", host=True)
+        weights = validation.as_real_array(sample_weight, "sample_weight", **kept)
     if (
         any(s.ndim > 2 for s in scores)
         or labels.ndim != 1
@@ -280,28 +292,11 @@ def delong(
     """
     z = normal_quantile(confidence)
     was_1d = np.ndim(scores) == 1
-    split = layouts.sample_split(scores) if was_1d else None
-    if split is not None:  # one model's samples split over a mesh: the sharded sample sort
-        return _sharded_delong(scores, labels, sample_weight, split, confidence)
     inputs = _delong_inputs([("scores", scores)], labels, sample_weight)
     result = _delong_fields(*inputs, np.asarray(z, validation.float_dtype()))
     if was_1d:
         result = DeLong(*(x.reshape(()) for x in result))
     return result
-
-
-def _sharded_delong(scores, labels, sample_weight, split, confidence) -> DeLong:
-    """`delong` of one model whose samples are split over a mesh: O(n / D) memory per device."""
-    scores, labels, weights, invalid = validation.binary_inputs(
-        scores, labels, sample_weight, keep_split=True
-    )
-    auc, variance, fits = sharded.sharded_delong(scores, labels, weights, split)
-    if validation.is_concrete(fits) and not bool(fits):  # eager: recompute on gathered samples
-        whole = [None if a is None else layouts.replicate(a) for a in (scores, labels, weights)]
-        return delong(whole[0], whole[1], sample_weight=whole[2], confidence=confidence)
-    half = normal_quantile(confidence) * jnp.sqrt(variance)
-    low, high = jnp.clip(auc - half, 0, 1), jnp.clip(auc + half, 0, 1)
-    return DeLong(*validation.nan_where(invalid, (auc, variance, variance, low, high)))
 
 
 class DeLongTest(NamedTuple):

@@ -65,3 +65,11 @@ def replicate(value: Any) -> Any:
     if all(axes is None for axes in _spec(sharding, value.ndim)):
         return value
     return jax.sharding.reshard(value, NamedSharding(sharding.mesh, PartitionSpec()))
+
+
+def split_like(value: Any, split: tuple[Any, tuple[str, ...]]) -> Any:
+    """`value` with its last axis split over the mesh axes of `split` (its other axes whole), as
+    `shard_map` needs every operand laid out as its specs say."""
+    mesh, axes = split
+    spec = PartitionSpec(*([None] * (value.ndim - 1)), axes)
+    return jax.sharding.reshard(value, NamedSharding(mesh, spec))

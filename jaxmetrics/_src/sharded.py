@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
 
-from jaxmetrics._src import kernels, validation
+from jaxmetrics._src import kernels, layouts, validation
 
 Array = jax.Array
 
@@ -126,7 +126,42 @@ def _exchange(
         jnp.zeros(capacity, merged.negative.dtype),
     )
     received = jax.lax.fori_loop(0, jnp.where(fits, rounds, 0), one_round, empty)
-    return _merge_ties(*received), fits
+    return received, _Route(first, sizes, incoming, where, rounds, fits)
+
+
+class _Route(NamedTuple):
+    """How `_exchange` moved the entries, to send answers back the same way."""
+
+    first: Array  # [D] where the entries for each destination start locally
+    sizes: Array  # [D] how many local entries went to each destination
+    incoming: Array  # [D] how many entries arrived from each source
+    where: Array  # [D] where each source's entries start in the receive buffer
+    rounds: Array  # rounds of `block` entries per pair
+    fits: Array  # whether every receive buffer held its entries
+
+
+def _send_back(
+    answers: tuple[Array, ...], route: _Route, axes: tuple[str, ...], block: int, size: int
+) -> tuple[Array, ...]:
+    """The reverse of `_exchange`: a value per received entry goes back to the entry's sender,
+    landing at the entry's place among the sender's `size` local entries."""
+    slots = jnp.arange(block)
+
+    def one_round(r, local):
+        offset = r * block + slots
+        real = offset[None, :] < route.incoming[:, None]  # [source, block]
+        index = jnp.where(real, route.where[:, None] + offset[None, :], 0)
+        parts = [jnp.where(real, answer[index], 0) for answer in answers]
+        arrived = [jax.lax.all_to_all(p, axes, 0, 0, tiled=False) for p in parts]
+        mine = offset[None, :] < route.sizes[:, None]  # [owner, block]
+        target = jnp.where(mine, route.first[:, None] + offset[None, :], size).reshape(-1)
+        return tuple(
+            field.at[target].set(part.reshape(-1), mode="drop")
+            for field, part in zip(local, arrived)
+        )
+
+    empty = tuple(jnp.zeros(size, answer.dtype) for answer in answers)
+    return jax.lax.fori_loop(0, jnp.where(route.fits, route.rounds, 0), one_round, empty)
 
 
 class _Placed(NamedTuple):
@@ -165,9 +200,48 @@ def _sorted_over_devices(
     local = _merge_ties(scores, positive, negative)
     splitters = _splitters(local, axes, devices)
     block = max(1, -(-scores.shape[0] // devices))
-    received, fits = _exchange(local, splitters, axes, devices, block, capacity)
+    received, route = _exchange(local, splitters, axes, devices, block, capacity)
+    return _merge_ties(*received), route.fits
 
-    return received, fits
+
+def _placement_values(
+    scores: Array, labels: Array, weights: Array, axes: tuple[str, ...], capacity: int, dtype: Any
+) -> tuple[Array, Array, Array]:
+    """Inside `shard_map`: DeLong's placement values of this device's samples under one model.
+
+    For a positive, V10 = (negatives below its score + half the tied) / N; for a negative,
+    V01 = (positives above + half the tied) / P (each 0 for the other class), as
+    `delong._structural_components` gives them on one device. The merged entries travel to
+    their owners as for the AUC, the owners answer for each entry they received, and the answers
+    come back the same way (`_send_back`). Returns (V10, V01, fits).
+    """
+    devices = jax.lax.axis_size(axes)
+    positive = jnp.where(labels == 1, weights, 0)
+    negative = jnp.where(labels == 1, 0, weights)
+    empty = (positive == 0) & (negative == 0)
+    keys = jnp.where(empty, jnp.inf, scores)
+    order = jnp.argsort(keys)
+    ordered = keys[order]
+    starts = jnp.concatenate([jnp.ones(1, bool), ordered[1:] != ordered[:-1]])
+    entry = jnp.zeros(scores.shape[0], jnp.int32).at[order].set(jnp.cumsum(starts) - 1)
+    local = _merge_ties(scores, positive, negative)
+    splitters = _splitters(local, axes, devices)
+    block = max(1, -(-scores.shape[0] // devices))
+    received, route = _exchange(local, splitters, axes, devices, block, capacity)
+    placed = _place(_merge_ties(*received), axes)
+    m = placed.merged
+    at = jnp.clip(jnp.searchsorted(m.values, received.values, side="left"), 0, capacity - 1)
+    p = placed.total_positive.astype(dtype)
+    n = placed.total_negative.astype(dtype)
+    tied_negative, tied_positive = m.negative[at].astype(dtype), m.positive[at].astype(dtype)
+    v10 = (placed.negative_below[at].astype(dtype) + tied_negative / 2) / n
+    above = p - placed.positive_below[at].astype(dtype) - tied_positive
+    v01 = (above + tied_positive / 2) / p
+    v10, v01 = _send_back((v10, v01), route, axes, block, scores.shape[0])
+    v10 = jnp.where(labels == 1, v10[entry], 0)
+    v01 = jnp.where(labels == 1, 0, v01[entry])
+    nan = jnp.asarray(jnp.nan, dtype)
+    return jnp.where(route.fits, v10, nan), jnp.where(route.fits, v01, nan), route.fits
 
 
 # ------------------------------------------------------------------------------ metrics
@@ -202,65 +276,35 @@ def _finish_ap(total: Array, placed: _Placed, dtype: Any) -> Array:
 _METRICS = {"roc_auc": (_auc_terms, _finish_auc), "average_precision": (_ap_terms, _finish_ap)}
 
 
-def _delong_variance(placed: _Placed, auc: Array, axes: tuple[str, ...], dtype: Any) -> Array:
-    """DeLong's variance of one model's AUC from the placed distinct scores (Sun and Xu 2014).
-
-    Every sample at score v has the same placement value: V10(v) = (negatives below + half the
-    tied) / N for a positive, V01(v) = (positives above + half the tied) / P for a negative, so
-    the sample covariances are weighted sums over the distinct scores, added up with `psum`.
-    Each class's values are shifted to one of them first (the largest, found with `pmax`):
-    values that are all equal then give exactly 0, as on one device.
-    """
-    m = placed.merged
-    positive, negative = m.positive.astype(dtype), m.negative.astype(dtype)
-    p, n = placed.total_positive.astype(dtype), placed.total_negative.astype(dtype)
-    v10 = (placed.negative_below.astype(dtype) + negative / 2) / n
-    positive_above = p - placed.positive_below.astype(dtype) - positive
-    v01 = (positive_above + positive / 2) / p
-
-    def covariance(values: Array, counts: Array, total: Array) -> Array:
-        reference = jax.lax.pmax(jnp.max(jnp.where(counts > 0, values, -jnp.inf)), axes)
-        shifted = jnp.where(counts > 0, values - reference, 0)
-        mean = jax.lax.psum((counts * shifted).sum(), axes) / total
-        return jax.lax.psum((counts * (shifted - mean) ** 2).sum(), axes) / (total - 1)
-
-    del auc  # the mean of both kinds of placement values; shifted means are exact instead
-    return covariance(v10, positive, p) / p + covariance(v01, negative, n) / n
-
-
-@functools.partial(jax.jit, static_argnames=("mesh", "axes", "capacity"))
-def _sharded_delong(scores, labels, weights, *, mesh, axes, capacity):
-    spec = PartitionSpec(axes)
+def placement_values(
+    scores: Array, labels: Array, weights: Array | None, split
+) -> tuple[Array, Array]:
+    """DeLong's placement values (V10, V01), each ``[M, n]``, of ``[M, n]`` scores whose sample
+    axis is split over mesh axes (`split`), computed where the samples are: O(n / D) memory
+    per device. NaN if a receive buffer overflowed (see the module docstring)."""
+    mesh, axes = split
+    if weights is None:
+        weights = jnp.ones_like(labels)
+    scores, labels, weights = (
+        layouts.split_like(jnp.asarray(a), split) for a in (scores, labels, weights)
+    )
+    devices = int(np.prod([mesh.shape[a] for a in axes]))
+    capacity = default_capacity(scores.shape[-1] // devices, devices)
     dtype = validation.float_dtype()
 
     def on_device(scores, labels, weights):
-        devices = jax.lax.axis_size(axes)
-        received, fits = _sorted_over_devices(scores, labels, weights, axes, devices, capacity)
-        placed = _place(received, axes)
-        terms, finish = _METRICS["roc_auc"]
-        auc = finish(jax.lax.psum(terms(placed, dtype), axes), placed, dtype)
-        variance = _delong_variance(placed, auc, axes, dtype)
-        return jnp.where(fits, auc, jnp.nan), jnp.where(fits, variance, jnp.nan), fits
+        per_model = [
+            _placement_values(row, labels, weights, axes, capacity, dtype)[:2] for row in scores
+        ]
+        return tuple(jnp.stack(column) for column in zip(*per_model))
 
     return jax.shard_map(
         on_device,
         mesh=mesh,
-        in_specs=(spec, spec, spec),
-        out_specs=(PartitionSpec(),) * 3,
+        in_specs=(PartitionSpec(None, axes), PartitionSpec(axes), PartitionSpec(axes)),
+        out_specs=(PartitionSpec(None, axes),) * 2,
         check_vma=False,
     )(scores, labels, weights)
-
-
-def sharded_delong(
-    scores: Array, labels: Array, weights: Array | None, split
-) -> tuple[Array, Array, Array]:
-    """(AUC, DeLong variance, buffers sufficed) of one model's 1-D scores split over a mesh."""
-    mesh, axes = split
-    if weights is None:
-        weights = jnp.ones_like(labels)
-    devices = int(np.prod([mesh.shape[a] for a in axes]))
-    capacity = default_capacity(scores.shape[-1] // devices, devices)
-    return _sharded_delong(scores, labels, weights, mesh=mesh, axes=axes, capacity=capacity)
 
 
 @functools.partial(jax.jit, static_argnames=("kernel", "mesh", "axes"))
@@ -291,6 +335,9 @@ def summed_over_devices(kernel, scores, labels, weights, extra, split):
     mesh, axes = split
     if weights is None:
         weights = jnp.ones_like(labels)
+    scores, labels, weights = (
+        layouts.split_like(jnp.asarray(a), split) for a in (scores, labels, weights)
+    )
     return _summed_over_devices(kernel, scores, labels, weights, tuple(extra), mesh=mesh, axes=axes)
 
 
@@ -352,6 +399,9 @@ def sharded_metric(
     mesh, axes = split
     if weights is None:
         weights = jnp.ones_like(labels)
+    scores, labels, weights = (
+        layouts.split_like(jnp.asarray(a), split) for a in (scores, labels, weights)
+    )
     devices = int(np.prod([mesh.shape[a] for a in axes]))
     capacity = default_capacity(scores.shape[-1] // devices, devices)
     return _sharded_metric(
