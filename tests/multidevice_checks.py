@@ -174,6 +174,15 @@ for a, b in zip(counts, jm.confusion_counts(ties, y, grid, **kwargs)):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 print("split DeLong (3 models, a perfect one among them), its test and counts == one device")
 
+# a batch axis split over the mesh (rows on different devices), samples whole: as one device
+rows_y = (rng.random((4, 100)) < 0.3).astype(np.int32)
+rows = np.round(rng.normal(size=(4, 100)) + rows_y, 1).astype(np.float32)
+by_row = NamedSharding(mesh, PartitionSpec("devices", None))
+for metric in (jm.roc_auc, jm.average_precision):
+    got = jax.jit(metric)(jax.device_put(rows, by_row), jax.device_put(rows_y, by_row))
+    np.testing.assert_allclose(np.asarray(got), np.asarray(metric(rows, rows_y)), rtol=1e-6)
+print("a split batch axis (one row per device) == one device")
+
 # one class only: NaN, as on one device
 assert np.isnan(float(jm.roc_auc(values, split_layout(np.zeros(n, np.int32)))))
 print("ALL OK")

@@ -45,6 +45,12 @@ def sample_split(value: Any) -> tuple[Any, tuple[str, ...]] | None:
     return sharding.mesh, axes if isinstance(axes, tuple) else (axes,)
 
 
+def is_sharded(value: Any) -> bool:
+    """Split over a mesh along any axis (batch axes too), as its type or sharding says."""
+    sharding = _named_sharding(value)
+    return sharding is not None and any(axes is not None for axes in _spec(sharding, value.ndim))
+
+
 def is_split(value: Any) -> bool:
     """A concrete array whose values are not all on this process's devices in one piece: its
     sample axis is split, or it has shards in other processes (``jax.distributed``)."""

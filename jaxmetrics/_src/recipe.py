@@ -101,7 +101,7 @@ def run_kernel(
     """
     arrays = (scores, labels, weights, *extra)
     split = next(filter(None, map(layouts.sample_split, (scores, labels, weights))), None)
-    if split is not None or any(layouts.is_split(a) for a in arrays):
+    if split is not None or any(layouts.is_split(a) or layouts.is_sharded(a) for a in arrays):
         return _run_distributed(kernel, split, arrays, options)
     if any(validation.host_values(a) is None for a in arrays if a is not None):
         # traced: the caller's shapes; closed-over numpy arrays become constants of the trace
@@ -139,6 +139,8 @@ def _run_distributed(
         # eager: the exact recomputation on the gathered samples
     if split is not None and kernel in ADDITIVE_KERNELS and one_dimensional and not options:
         return sharded.summed_over_devices(kernel, scores, labels, weights, extra, split)
+    # whole on every device (a split batch axis too: JAX's batching of the kernels' constants
+    # meets a mesh-less type there, seen to fail)
     arrays = tuple(None if a is None else layouts.replicate(jnp.asarray(a)) for a in arrays)
     if validation.is_concrete(*arrays):  # eager: one compiled program, the caller's shapes
         return _compiled(kernel, key, callbacks=False)(*arrays)
