@@ -135,13 +135,21 @@ for metric in ("roc_auc", "average_precision"):
     )
     assert not bool(fits) and np.isnan(float(got))
 original = sharded.default_capacity
+distinct = cases["distinct"].astype(np.float32)
+pair = np.stack([distinct, distinct[::-1].copy()])  # (a shape traced nowhere else in this script)
 sharded.default_capacity = lambda local, devices: 8
 try:
     eager = float(jm.roc_auc(values, split_layout(y)))
+    split_pair = jax.device_put(pair, NamedSharding(mesh, PartitionSpec(None, "devices")))
+    assert np.isnan(np.asarray(jax.jit(jm.delong)(split_pair, split_layout(y)).auc)).all()
+    eager_delong = jm.delong(split_pair, split_layout(y))
 finally:
     sharded.default_capacity = original
-assert abs(eager - roc_auc_score(y, cases["distinct"].astype(np.float32))) < 2e-6
-print("an overflowing buffer: NaN under jit, the exact gathered value eagerly")
+assert abs(eager - roc_auc_score(y, distinct)) < 2e-6
+np.testing.assert_allclose(
+    np.asarray(eager_delong.variance), np.asarray(jm.delong(pair, y).variance), rtol=1e-5
+)
+print("an overflowing buffer: NaN under jit, the exact gathered value eagerly (AUC, DeLong)")
 
 # DeLong of one split model and counts at thresholds (summed over devices): equal to one device
 ties = cases["ties"].astype(np.float32)

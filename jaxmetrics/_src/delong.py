@@ -294,9 +294,25 @@ def delong(
     was_1d = np.ndim(scores) == 1
     inputs = _delong_inputs([("scores", scores)], labels, sample_weight)
     result = _delong_fields(*inputs, np.asarray(z, validation.float_dtype()))
+    if _overflowed(inputs[0], result.auc):  # eager: recompute on the gathered samples
+        result = _delong_fields(*_gathered(inputs), np.asarray(z, validation.float_dtype()))
     if was_1d:
         result = DeLong(*(x.reshape(()) for x in result))
     return result
+
+
+def _overflowed(scores: tuple, values: Array) -> bool:
+    """Whether an eager result over split samples is NaN where gathered samples might not give
+    NaN: a sample sort buffer overflowed (never seen; `sharded.py`), or the value is undefined
+    anyway (one class only), which the recomputation confirms."""
+    split = any(layouts.sample_split(s) is not None for s in scores)
+    return split and validation.is_concrete(values) and bool(np.isnan(np.asarray(values)).any())
+
+
+def _gathered(inputs: tuple) -> tuple:
+    """`_delong_inputs`' result with every array whole on every device."""
+    whole = lambda a: a if a is None else layouts.replicate(a)  # noqa: E731
+    return jax.tree_util.tree_map(whole, inputs, is_leaf=lambda a: a is None)
 
 
 class DeLongTest(NamedTuple):
@@ -373,4 +389,7 @@ def delong_test(
             f"{np.shape(scores_b)}."
         )
     inputs = _delong_inputs([("scores_a", scores_a), ("scores_b", scores_b)], labels, sample_weight)
-    return _delong_test_fields(*inputs, np.asarray(z, validation.float_dtype()))
+    result = _delong_test_fields(*inputs, np.asarray(z, validation.float_dtype()))
+    if _overflowed(inputs[0], result.statistic):  # eager: recompute on the gathered samples
+        result = _delong_test_fields(*_gathered(inputs), np.asarray(z, validation.float_dtype()))
+    return result
