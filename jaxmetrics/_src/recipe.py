@@ -131,7 +131,7 @@ def _run_distributed(
     scores, labels, weights, *extra = arrays
     key = tuple(sorted(options.items()))
     one_dimensional = all(a is None or a.ndim == 1 for a in (scores, labels, weights))
-    if split is not None and key in _forms(kernel) and one_dimensional and not extra:
+    if split is not None and (kernel, key) in SHARDED_FORMS and one_dimensional and not extra:
         form = SHARDED_FORMS[(kernel, key)]
         value, fits = sharded.sharded_metric(form, scores, labels, weights, split)
         if not validation.is_concrete(fits) or bool(fits):
@@ -149,10 +149,6 @@ def _run_distributed(
         return validation.map_batch(
             lambda s, y, w: kernel(s, y, w, *extra, **options), scores, labels, weights
         )
-
-
-def _forms(kernel: Callable[..., Any]) -> set[tuple]:
-    return {key for registered, key in SHARDED_FORMS if registered is kernel}
 
 
 def sorted_metric(

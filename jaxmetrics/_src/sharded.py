@@ -54,9 +54,17 @@ class _Merged(NamedTuple):
 
 def _merge_ties(values: Array, positive: Array, negative: Array) -> _Merged:
     """Sort entries and merge equal values into one; entries without weight are dropped."""
+    return _merge_ties_indexed(values, positive, negative)[0]
+
+
+def _merge_ties_indexed(values: Array, positive: Array, negative: Array) -> tuple[_Merged, Array]:
+    """`_merge_ties`, and the merged entry of every input position (from the same sort)."""
     empty = (positive == 0) & (negative == 0)
     values = jnp.where(empty, jnp.inf, values)
-    values, positive, negative = jax.lax.sort((values, positive, negative), num_keys=1)
+    position = jnp.arange(values.shape[0], dtype=jnp.int32)
+    values, positive, negative, position = jax.lax.sort(
+        (values, positive, negative, position), num_keys=1
+    )
     starts = jnp.concatenate([jnp.ones(1, bool), values[1:] != values[:-1]])
     group = jnp.cumsum(starts) - 1
     size = values.shape[0]
@@ -64,11 +72,12 @@ def _merge_ties(values: Array, positive: Array, negative: Array) -> _Merged:
     merged_positive = jnp.zeros_like(positive).at[group].add(positive)
     merged_negative = jnp.zeros_like(negative).at[group].add(negative)
     real = merged_values < jnp.inf
-    return _Merged(
+    merged = _Merged(
         merged_values,
         jnp.where(real, merged_positive, 0),
         jnp.where(real, merged_negative, 0),
     )
+    return merged, jnp.zeros(size, jnp.int32).at[position].set(group.astype(jnp.int32))
 
 
 def _splitters(merged: _Merged, axes: tuple[str, ...], devices: int) -> Array:
@@ -218,13 +227,7 @@ def _placement_values(
     devices = jax.lax.axis_size(axes)
     positive = jnp.where(labels == 1, weights, 0)
     negative = jnp.where(labels == 1, 0, weights)
-    empty = (positive == 0) & (negative == 0)
-    keys = jnp.where(empty, jnp.inf, scores)
-    order = jnp.argsort(keys)
-    ordered = keys[order]
-    starts = jnp.concatenate([jnp.ones(1, bool), ordered[1:] != ordered[:-1]])
-    entry = jnp.zeros(scores.shape[0], jnp.int32).at[order].set(jnp.cumsum(starts) - 1)
-    local = _merge_ties(scores, positive, negative)
+    local, entry = _merge_ties_indexed(scores, positive, negative)
     splitters = _splitters(local, axes, devices)
     block = max(1, -(-scores.shape[0] // devices))
     received, route = _exchange(local, splitters, axes, devices, block, capacity)
@@ -276,6 +279,16 @@ def _finish_ap(total: Array, placed: _Placed, dtype: Any) -> Array:
 _METRICS = {"roc_auc": (_auc_terms, _finish_auc), "average_precision": (_ap_terms, _finish_ap)}
 
 
+def _laid_out(scores: Array, labels: Array, weights: Array | None, split) -> tuple:
+    """The operands of a sharded program: unit weights made explicit, every array's last axis
+    split over the mesh axes of `split`; and the number of devices along them."""
+    mesh, axes = split
+    if weights is None:
+        weights = jnp.ones_like(labels)
+    arrays = tuple(layouts.split_like(jnp.asarray(a), split) for a in (scores, labels, weights))
+    return arrays, int(np.prod([mesh.shape[a] for a in axes]))
+
+
 def placement_values(
     scores: Array, labels: Array, weights: Array | None, split
 ) -> tuple[Array, Array]:
@@ -283,12 +296,7 @@ def placement_values(
     axis is split over mesh axes (`split`), computed where the samples are: O(n / D) memory
     per device. NaN if a receive buffer overflowed (see the module docstring)."""
     mesh, axes = split
-    if weights is None:
-        weights = jnp.ones_like(labels)
-    scores, labels, weights = (
-        layouts.split_like(jnp.asarray(a), split) for a in (scores, labels, weights)
-    )
-    devices = int(np.prod([mesh.shape[a] for a in axes]))
+    (scores, labels, weights), devices = _laid_out(scores, labels, weights, split)
     capacity = default_capacity(scores.shape[-1] // devices, devices)
     dtype = validation.float_dtype()
 
@@ -333,11 +341,7 @@ def summed_over_devices(kernel, scores, labels, weights, extra, split):
     """A kernel whose result adds up over any split of the samples (counts at fixed
     thresholds), run on each device's samples and summed with `psum`: exact, O(n / D)."""
     mesh, axes = split
-    if weights is None:
-        weights = jnp.ones_like(labels)
-    scores, labels, weights = (
-        layouts.split_like(jnp.asarray(a), split) for a in (scores, labels, weights)
-    )
+    (scores, labels, weights), _ = _laid_out(scores, labels, weights, split)
     return _summed_over_devices(kernel, scores, labels, weights, tuple(extra), mesh=mesh, axes=axes)
 
 
@@ -397,12 +401,7 @@ def sharded_metric(
     """`metric` ("roc_auc" or "average_precision") of 1-D scores split over mesh axes, and
     whether the receive buffers sufficed (if not, the value is NaN: recompute it gathered)."""
     mesh, axes = split
-    if weights is None:
-        weights = jnp.ones_like(labels)
-    scores, labels, weights = (
-        layouts.split_like(jnp.asarray(a), split) for a in (scores, labels, weights)
-    )
-    devices = int(np.prod([mesh.shape[a] for a in axes]))
+    (scores, labels, weights), devices = _laid_out(scores, labels, weights, split)
     capacity = default_capacity(scores.shape[-1] // devices, devices)
     return _sharded_metric(
         scores, labels, weights, metric=metric, mesh=mesh, axes=axes, capacity=capacity
