@@ -1,11 +1,12 @@
-"""Weak scaling of the exact AUC over split scores: fixed samples per device, D = 1, 2, 4, 8.
+"""Weak scaling of the exact AUC and ROC curve of split scores: fixed samples per device, D = 1-8.
 
     python benchmarks/scaling.py                     # emulated CPU devices, 2^18 per device
     python benchmarks/scaling.py --per-device 4096   # a quick look
 
 Each D runs in a fresh process with D emulated CPU devices (``--xla_force_host_platform_
-device_count``); the scores are split over a 1-D mesh and `jm.roc_auc` runs under `jit`, which
-takes the distributed sample sort (`jaxmetrics/_src/sharded.py`). Per device it reports the
+device_count``); the scores are split over a 1-D mesh and `jm.roc_auc` and `jm.roc_curve` run
+under `jit`, which takes the distributed sample sort (`jaxmetrics/_src/sharded.py`; the curve
+stays split over the devices). Per device it reports the
 compiled program's memory (XLA's own accounting: arguments, outputs and temporaries of one
 device's program) and, for comparison, the same for the gather path (the samples made whole on
 every device first, what a metric without a sharded form does). Times are wall-clock of the
@@ -44,31 +45,38 @@ def probe(devices: int, per_device: int, repeats: int) -> dict:
     split = NamedSharding(mesh, PartitionSpec("devices"))
     s, y = jax.device_put(scores, split), jax.device_put(labels, split)
 
-    def whole(a, b):  # the gather path: every device holds every sample
+    def gathered(metric):  # the gather path: every device holds every sample
         replicated = NamedSharding(mesh, PartitionSpec())
-        return jm.roc_auc(jax.sharding.reshard(a, replicated), jax.sharding.reshard(b, replicated))
+        return lambda a, b: metric(
+            jax.sharding.reshard(a, replicated), jax.sharding.reshard(b, replicated)
+        )
 
     row = dict(devices=devices, n=n, per_device=per_device)
-    for name, function in (("sharded", jm.roc_auc), ("gathered", whole)):
-        # XLA's own kernels for both (a numpy host sort's memory would not be counted)
-        with jm.xla_kernels():
-            compiled = jax.jit(function).lower(s, y).compile()
-        memory = compiled.memory_analysis()
-        per_device_bytes = (
-            memory.argument_size_in_bytes
-            + memory.output_size_in_bytes
-            + memory.temp_size_in_bytes
-            - memory.alias_size_in_bytes
-        )
-        value = float(compiled(s, y))
-        best = float("inf")
-        for _ in range(repeats):
-            start = time.perf_counter()
-            compiled(s, y).block_until_ready()
-            best = min(best, time.perf_counter() - start)
-        row[f"{name}_s"] = best
-        row[f"{name}_mb_per_device"] = per_device_bytes / 2**20
-        row[f"{name}_auc"] = value
+    for metric_name, metric in (("auc", jm.roc_auc), ("curve", jm.roc_curve)):
+        for name, function in (("sharded", metric), ("gathered", gathered(metric))):
+            # XLA's own kernels for both (a numpy host sort's memory would not be counted)
+            with jm.xla_kernels():
+                compiled = jax.jit(function).lower(s, y).compile()
+            memory = compiled.memory_analysis()
+            per_device_bytes = (
+                memory.argument_size_in_bytes
+                + memory.output_size_in_bytes
+                + memory.temp_size_in_bytes
+                - memory.alias_size_in_bytes
+            )
+            result = compiled(s, y)
+            best = float("inf")
+            for _ in range(repeats):
+                start = time.perf_counter()
+                jax.block_until_ready(compiled(s, y))
+                best = min(best, time.perf_counter() - start)
+            key = name if metric_name == "auc" else f"curve_{name}"
+            row[f"{key}_s"] = best
+            row[f"{key}_mb_per_device"] = per_device_bytes / 2**20
+            if metric_name == "auc":
+                row[f"{name}_auc"] = float(result)
+            else:
+                row[f"{key}_points"] = int(np.asarray(result.valid).sum())
     return row
 
 
@@ -98,7 +106,11 @@ def main() -> int:
             f"D = {devices}: n = {row['n']:>9,}  sharded {row['sharded_s']:.3f} s, "
             f"{row['sharded_mb_per_device']:.1f} MB/device   gathered {row['gathered_s']:.3f} s, "
             f"{row['gathered_mb_per_device']:.1f} MB/device   (AUC {row['sharded_auc']:.6f} / "
-            f"{row['gathered_auc']:.6f})",
+            f"{row['gathered_auc']:.6f})\n"
+            f"       curve: sharded {row['curve_sharded_s']:.3f} s, "
+            f"{row['curve_sharded_mb_per_device']:.1f} MB/device   gathered "
+            f"{row['curve_gathered_s']:.3f} s, {row['curve_gathered_mb_per_device']:.1f} MB/device"
+            f"   ({row['curve_sharded_points']:,} / {row['curve_gathered_points']:,} points)",
             flush=True,
         )
     if args.per_device == parser.get_default("per_device"):

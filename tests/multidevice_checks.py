@@ -83,7 +83,7 @@ np.testing.assert_allclose(np.asarray(per_model), np.asarray(jm.roc_auc(models, 
 print("8 models split over 4 devices == one device")
 
 # 4. exact AUC / AP of scores split over the mesh: the distributed sample sort
-from sklearn.metrics import average_precision_score, roc_auc_score  # noqa: E402
+from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve  # noqa: E402
 
 from jaxmetrics._src import sharded  # noqa: E402
 
@@ -125,6 +125,45 @@ for case, values in cases.items():
                 assert abs(float(a) - b) < 2e-6, (case, layout, wname, float(a), b)
 print("split AUC / AP == scikit-learn (ties, skew, all equal, sorted layouts, weights)")
 
+# ROC and precision-recall curves of split samples: sorted where they are, the points placed
+# into each device's block of the output (n + 4 long: a split axis divides evenly), equal to one
+# device's curve point for point, drop_intermediate's neighbours across device boundaries too
+four_curves = jax.jit(
+    lambda v, y, w: [
+        curve(v, y, sample_weight=w, drop_intermediate=drop)
+        for curve in (jm.roc_curve, jm.precision_recall_curve)
+        for drop in (True, False)
+    ]
+)
+only_one_device = np.where((np.arange(n) >= n // 2) & (np.arange(n) < 3 * n // 4), 1, 0)
+curve_weights = {
+    "unit": weights_cases["unit"],
+    "a device without weight": weights_cases["a device without weight"],
+    "weight on one device only": only_one_device.astype(np.int32),
+}
+for case, values in cases.items():
+    values = values.astype(np.float32)
+    for layout in ("as drawn", "sorted"):
+        order = np.argsort(values, kind="stable") if layout == "sorted" else np.arange(n)
+        v, labels_here = values[order], y[order]
+        for wname, w in curve_weights.items():
+            w = w[order].astype(np.int32)
+            got = four_curves(split_layout(v), split_layout(labels_here), split_layout(w))
+            expected = [
+                curve(v, labels_here, sample_weight=w, drop_intermediate=drop)
+                for curve in (jm.roc_curve, jm.precision_recall_curve)
+                for drop in (True, False)
+            ]
+            for a, b in zip(got, expected):
+                assert len(a.valid.sharding.device_set) == 4  # the curve stays split
+                for field, x, r in zip(b._fields, a, b):
+                    x, r = np.asarray(x), np.asarray(r)
+                    where = (case, layout, wname, type(b).__name__, field)
+                    np.testing.assert_array_equal(x[: n + 1], r, err_msg=str(where))
+                    padding = np.zeros(3, bool) if field == "valid" else r[-1:].repeat(3)
+                    np.testing.assert_array_equal(x[n + 1 :], padding, err_msg=str(where))
+print("split ROC / PR curves == one device (ties, skew, all equal, sorted, weights on one device)")
+
 # a receive buffer too small for the entries (forced): NaN from the program, never a partial
 # sum, and an eager call recomputes it exactly on the gathered samples
 values = split_layout(cases["distinct"].astype(np.float32))
@@ -140,16 +179,32 @@ pair = np.stack([distinct, distinct[::-1].copy()])  # (a shape traced nowhere el
 sharded.default_capacity = lambda local, devices: 8
 try:
     eager = float(jm.roc_auc(values, split_layout(y)))
+    eager_curve = jm.roc_curve(values, split_layout(y))
+    # what the sharded program gave before the eager call recomputed it (cached: no compile)
+    jit_curve, fits = sharded._sharded_curve(
+        values,
+        split_layout(y),
+        ones,
+        kind="roc",
+        drop_intermediate=True,
+        mesh=mesh,
+        axes=("devices",),
+        capacity=8,
+    )
     split_pair = jax.device_put(pair, NamedSharding(mesh, PartitionSpec(None, "devices")))
     assert np.isnan(np.asarray(jax.jit(jm.delong)(split_pair, split_layout(y)).auc)).all()
     eager_delong = jm.delong(split_pair, split_layout(y))
 finally:
     sharded.default_capacity = original
 assert abs(eager - roc_auc_score(y, distinct)) < 2e-6
+assert not bool(fits) and np.isnan(np.asarray(jit_curve[0])).all()
+assert not np.asarray(jit_curve[3]).any()
+sklearn_fpr, _, _ = roc_curve(y, distinct)
+np.testing.assert_allclose(np.asarray(eager_curve.fpr)[np.asarray(eager_curve.valid)], sklearn_fpr)
 np.testing.assert_allclose(
     np.asarray(eager_delong.variance), np.asarray(jm.delong(pair, y).variance), rtol=1e-5
 )
-print("an overflowing buffer: NaN under jit, the exact gathered value eagerly (AUC, DeLong)")
+print("an overflowing buffer: NaN under jit, the exact gathered value eagerly (AUC, curve, DeLong)")
 
 # DeLong of one split model and counts at thresholds (summed over devices): equal to one device
 ties = cases["ties"].astype(np.float32)

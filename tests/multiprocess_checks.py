@@ -18,6 +18,7 @@ process, port = int(sys.argv[1]), sys.argv[2]
 jax.distributed.initialize(f"localhost:{port}", num_processes=2, process_id=process)
 
 import numpy as np  # noqa: E402
+from jax.experimental import multihost_utils  # noqa: E402
 from jax.sharding import NamedSharding, PartitionSpec  # noqa: E402
 
 import jaxmetrics as jm  # noqa: E402
@@ -63,6 +64,17 @@ for name, (metric, modes) in checks.items():
             assert a.is_fully_replicated, (name, mode, a.sharding)  # readable in every process
             np.testing.assert_allclose(np.asarray(a), b, rtol=2e-6, err_msg=f"{name} {mode}")
     report(f"{name} of split arrays == one device ({', '.join(modes)})")
+
+# a curve of split samples stays split (n + 4 points: a split axis divides evenly over the four
+# devices); every process reads it whole with process_allgather
+curve = jax.jit(lambda a, b, c: jm.roc_curve(a, b, sample_weight=c))(s, y, w)
+assert not curve.fpr.is_fully_addressable
+whole = multihost_utils.process_allgather(curve, tiled=True)
+expected = jm.roc_curve(scores, labels, sample_weight=weights)
+for field in ("fpr", "tpr", "thresholds"):
+    got = np.asarray(getattr(whole, field))[np.asarray(whole.valid)]
+    np.testing.assert_array_equal(got, np.asarray(getattr(expected, field))[expected.valid])
+report("roc_curve of split arrays == one device (jit), split across the processes")
 
 # 2. a skewed input: 90% of the samples share one score
 skewed = np.where(rng.random(n) < 0.9, np.float32(0.25), scores).astype(np.float32)

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from jaxmetrics._src import recipe, sorting
+from jaxmetrics._src import recipe, sharded, sorting
 from jaxmetrics._src.counts import safe_divide
 from jaxmetrics._src.typing import Array, ArrayLike
 
@@ -90,7 +90,10 @@ def roc_curve(
     (0, 0) at threshold ``+inf``; the later thresholds are the distinct scores, highest first.
     With no negatives (no positives) fpr (tpr) is NaN, as scikit-learn gives it with a warning.
     The arrays have the fixed length n + 1, so the curve can be jitted and batched; the real
-    points come first (see `RocCurve`).
+    points come first (see `RocCurve`). Scores whose sample axis is split over D devices of a
+    mesh give a curve split over the same devices, sorted where the samples are (O(n / D)
+    memory per device) and n + D long: a split axis must divide evenly, so each device holds
+    n / D + 1 points (README, "Past one machine").
 
     .. math:: \mathrm{FPR}(t) = \frac{FP(t)}{FP(t) + TN(t)}, \qquad
               \mathrm{TPR}(t) = \frac{TP(t)}{TP(t) + FN(t)}
@@ -178,7 +181,8 @@ def precision_recall_curve(
     closing point (precision 1, recall 0, threshold ``+inf``). One deliberate difference: with
     no positives, recall is NaN (scikit-learn warns and sets it to 1). The arrays have the fixed
     length n + 1, so the curve can be jitted and batched; the real points come first (see
-    `PrCurve`).
+    `PrCurve`). Scores whose sample axis is split over D devices of a mesh give a curve split
+    over the same devices, n + D long, as `roc_curve` does.
 
     .. math:: P(t) = \frac{TP(t)}{TP(t) + FP(t)}, \qquad R(t) = \frac{TP(t)}{TP(t) + FN(t)}
 
@@ -242,7 +246,28 @@ def _precision_recall_curve_kernel(
         jnp.concatenate([groups.fp, zero]),
         jnp.concatenate([ranked.scores, jnp.full(1, jnp.inf, scores.dtype)]),
     )
-    closing = valid & (thresholds == jnp.inf)
+    closing = thresholds == jnp.inf  # the closing point and its copies in the padding
     precision = jnp.where(closing, 1.0, safe_divide(tp, tp + fp, 0.0))
     recall = safe_divide(tp, groups.total_positive, jnp.nan)
     return PrCurve(precision, recall, thresholds, valid)
+
+
+# Samples split over a mesh: the curves come from the distributed sample sort (sharded.py),
+# split over the same devices, n + D long (a split axis must divide evenly over the D devices)
+def _sharded_form(kind: str, result: type, drop_intermediate: bool):
+    def form(scores, labels, weights, split):
+        fields, fits = sharded.sharded_curve(
+            kind, scores, labels, weights, split, drop_intermediate=drop_intermediate
+        )
+        return result(*fields), fits
+
+    return form
+
+
+for _drop in (True, False):
+    recipe.SHARDED_FORMS[(_roc_curve_kernel, (("drop_intermediate", _drop),))] = _sharded_form(
+        "roc", RocCurve, _drop
+    )
+    recipe.SHARDED_FORMS[(_precision_recall_curve_kernel, (("drop_intermediate", _drop),))] = (
+        _sharded_form("pr", PrCurve, _drop)
+    )

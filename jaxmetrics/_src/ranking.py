@@ -14,9 +14,11 @@ Zero-weight samples never create a point (as in scikit-learn, which drops them f
 
 from __future__ import annotations
 
+import functools
+
 import jax.numpy as jnp
 
-from jaxmetrics._src import multilabel, recipe, sorting, validation
+from jaxmetrics._src import multilabel, recipe, sharded, sorting, validation
 from jaxmetrics._src.counts import safe_divide
 from jaxmetrics._src.typing import Array, ArrayLike, MultilabelAverage
 
@@ -295,5 +297,9 @@ def _precision_at_k_kernel(scores: Array, labels: Array, weights: Array | None, 
 
 
 # the exact sample sort over a mesh (sharded.py) computes these two without gathering the samples
-recipe.SHARDED_FORMS[(_roc_auc_kernel, (("max_fpr", None),))] = "roc_auc"
-recipe.SHARDED_FORMS[(_average_precision_kernel, ())] = "average_precision"
+recipe.SHARDED_FORMS[(_roc_auc_kernel, (("max_fpr", None),))] = functools.partial(
+    sharded.sharded_metric, "roc_auc"
+)
+recipe.SHARDED_FORMS[(_average_precision_kernel, ())] = functools.partial(
+    sharded.sharded_metric, "average_precision"
+)

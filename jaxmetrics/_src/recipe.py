@@ -132,8 +132,7 @@ def _run_distributed(
     key = tuple(sorted(options.items()))
     one_dimensional = all(a is None or a.ndim == 1 for a in (scores, labels, weights))
     if split is not None and (kernel, key) in SHARDED_FORMS and one_dimensional and not extra:
-        form = SHARDED_FORMS[(kernel, key)]
-        value, fits = sharded.sharded_metric(form, scores, labels, weights, split)
+        value, fits = SHARDED_FORMS[(kernel, key)](scores, labels, weights, split)
         if not validation.is_concrete(fits) or bool(fits):
             return value  # (under jit a NaN if the buffers ever overflowed)
         # eager: the exact recomputation on the gathered samples
@@ -174,9 +173,10 @@ def sorted_metric(
     return validation.nan_where(invalid, result), codec
 
 
-# Kernels with a sharded form, keyed by (kernel, sorted options): `sharded.sharded_metric`'s
-# metric name. Registered by the modules that define the kernels.
-SHARDED_FORMS: dict[tuple[Callable[..., Any], tuple], str] = {}
+# Kernels with a sharded form, keyed by (kernel, sorted options): a function of (scores, labels,
+# weights, split) returning the kernel's result and whether the sample sort's buffers sufficed
+# (`sharded.py`). Registered by the modules that define the kernels.
+SHARDED_FORMS: dict[tuple[Callable[..., Any], tuple], Callable[..., tuple[Any, Any]]] = {}
 # Kernels (without options) whose result is the sum of their results on any split of the samples.
 ADDITIVE_KERNELS: set[Callable[..., Any]] = set()
 

@@ -1,8 +1,8 @@
-"""Exact ranking metrics of scores sharded over a mesh: a distributed sample sort.
+"""Exact ranking metrics and curves of scores sharded over a mesh: a distributed sample sort.
 
 When the sample axis of the scores is split over the devices of a mesh (one process or many,
 ``jax.distributed``), AUC and average precision are computed without gathering the data: memory
-per device stays O(n / D).
+per device stays O(n / D); so are the ROC and precision-recall curves, which stay split.
 
 1. Each device sorts its own samples and merges its ties into one entry per distinct score (the
    positive and negative weight there). A score held by a million samples is then one entry per
@@ -23,6 +23,11 @@ per device stays O(n / D).
 4. Each device sorts and merges what it received; the weight of positives and negatives below
    its range comes from an exclusive scan of the per-device totals. The metric is a sum of
    per-entry terms, added up with ``psum``.
+5. A curve's points are those entries (drop_intermediate's neighbour test reads the nearest
+   lower device's highest entry across a boundary). An exclusive scan of the per-device point
+   counts gives each point its global position, and ``all_to_all`` rounds move it to the device
+   whose block of the output holds that position: the curve stays split, n / D + 1 points per
+   device.
 
 Every value equals the single-device result up to float summation order (exactly, for integer
 weights below 2^24 and the AUC's integer pair counts).
@@ -89,6 +94,17 @@ def _splitters(merged: _Merged, axes: tuple[str, ...], devices: int) -> Array:
     return pool[jnp.arange(1, devices) * devices + devices // 2 - 1]
 
 
+class _Route(NamedTuple):
+    """How `_exchange` moved the entries, to send answers back the same way."""
+
+    first: Array  # [D] where the entries for each destination start locally
+    sizes: Array  # [D] how many local entries went to each destination
+    incoming: Array  # [D] how many entries arrived from each source
+    where: Array  # [D] where each source's entries start in the receive buffer
+    rounds: Array  # rounds of `block` entries per pair
+    fits: Array  # whether every receive buffer held its entries
+
+
 def _exchange(
     merged: _Merged,
     splitters: Array,
@@ -96,12 +112,32 @@ def _exchange(
     devices: int,
     block: int,
     capacity: int,
-) -> tuple[_Merged, Array]:
-    """Send every entry to the device owning its range; returns (received, fits everywhere)."""
+) -> tuple[_Merged, _Route]:
+    """Send every entry to the device owning its range; returns (received, route)."""
     count = jnp.sum(merged.values < jnp.inf)
     edges = jnp.minimum(jnp.searchsorted(merged.values, splitters, side="right"), count)
     first = jnp.concatenate([jnp.zeros(1, edges.dtype), edges])
     sizes = jnp.concatenate([edges, count[None]]) - first  # entries for each device
+    received, route = _send(tuple(merged), (jnp.inf, 0, 0), first, sizes, axes, block, capacity)
+    return _Merged(*received), route
+
+
+def _send(
+    fields: tuple[Array, ...],
+    fills: tuple[Any, ...],
+    first: Array,
+    sizes: Array,
+    axes: tuple[str, ...],
+    block: int,
+    capacity: int,
+) -> tuple[tuple[Array, ...], _Route]:
+    """Entries ``first[t] : first[t] + sizes[t]`` of the local `fields` go to device t.
+
+    Received entries are stored by source device, each source's in its order, in buffers of
+    `capacity` (the rest `fills`). Moves `block` entries per device pair and round with
+    ``all_to_all``; the pair counts are gathered first, so every device runs the same rounds
+    and knows whether every buffer holds its entries (``route.fits``; if not, nothing moves).
+    """
     table = jax.lax.all_gather(sizes, axes, tiled=False)  # [source, destination]
     me = jax.lax.axis_index(axes)
     incoming = table[:, me]
@@ -115,38 +151,19 @@ def _exchange(
         index = first[:, None] + offset[None, :]  # [destination, block]
         sending = offset[None, :] < sizes[:, None]
         index = jnp.where(sending, index, 0)
-        parts = [
-            jnp.where(sending, field[index], fill) for field, fill in zip(merged, (jnp.inf, 0, 0))
-        ]
+        parts = [jnp.where(sending, field[index], fill) for field, fill in zip(fields, fills)]
         arrived = [jax.lax.all_to_all(p, axes, 0, 0, tiled=False) for p in parts]
         target = where[:, None] + offset[None, :]  # [source, block]
         real = offset[None, :] < incoming[:, None]
         target = jnp.where(real & fits, target, capacity).reshape(-1)
-        return _Merged(
-            *(
-                field.at[target].set(part.reshape(-1), mode="drop")
-                for field, part in zip(received, arrived)
-            )
+        return tuple(
+            field.at[target].set(part.reshape(-1), mode="drop")
+            for field, part in zip(received, arrived)
         )
 
-    empty = _Merged(
-        jnp.full(capacity, jnp.inf, merged.values.dtype),
-        jnp.zeros(capacity, merged.positive.dtype),
-        jnp.zeros(capacity, merged.negative.dtype),
-    )
+    empty = tuple(jnp.full(capacity, fill, field.dtype) for field, fill in zip(fields, fills))
     received = jax.lax.fori_loop(0, jnp.where(fits, rounds, 0), one_round, empty)
     return received, _Route(first, sizes, incoming, where, rounds, fits)
-
-
-class _Route(NamedTuple):
-    """How `_exchange` moved the entries, to send answers back the same way."""
-
-    first: Array  # [D] where the entries for each destination start locally
-    sizes: Array  # [D] how many local entries went to each destination
-    incoming: Array  # [D] how many entries arrived from each source
-    where: Array  # [D] where each source's entries start in the receive buffer
-    rounds: Array  # rounds of `block` entries per pair
-    fits: Array  # whether every receive buffer held its entries
 
 
 def _send_back(
@@ -405,4 +422,175 @@ def sharded_metric(
     capacity = default_capacity(scores.shape[-1] // devices, devices)
     return _sharded_metric(
         scores, labels, weights, metric=metric, mesh=mesh, axes=axes, capacity=capacity
+    )
+
+
+# ------------------------------------------------------------------------------ curves
+def _curve_points(
+    placed: _Placed, kind: str, drop_intermediate: bool, axes: tuple[str, ...]
+) -> tuple[Array, Array, Array, Array, Array]:
+    """Inside `shard_map`: which of this device's entries are points of the curve, and where.
+
+    Returns (keep, position in the global curve, number of points of all devices, tp, fp). An
+    entry's neighbour below may sit on a lower device (the nearest one holding entries), and
+    whether it has one above depends on the higher devices: one small gather of each device's
+    count and highest entry settles both. ROC points go highest threshold first after the
+    (0, 0) point; precision-recall points lowest threshold first.
+    """
+    m = placed.merged
+    size = m.values.shape[0]
+    index = jnp.arange(size)
+    count = jnp.sum(m.values < jnp.inf)
+    real = index < count
+    top = jnp.maximum(count - 1, 0)
+    ends = jax.lax.all_gather(
+        jnp.stack([count.astype(m.positive.dtype), m.positive[top], m.negative[top]]),
+        axes,
+        tiled=False,
+    )  # [device, (count, positive, negative) of its highest entry]
+    me = jax.lax.axis_index(axes)
+    device = jnp.arange(ends.shape[0])
+    holding = ends[:, 0] > 0
+    lower = jnp.max(jnp.where(holding & (device < me), device, -1))
+    from_lower = ends[jnp.maximum(lower, 0)]
+    previous_positive = jnp.concatenate([from_lower[1:2], m.positive[:-1]])
+    previous_negative = jnp.concatenate([from_lower[2:3], m.negative[:-1]])
+    has_below = (index > 0) | (lower >= 0)
+    has_above = (index < count - 1) | jnp.any(holding & (device > me))
+    keep = real
+    if drop_intermediate:
+        interior = has_below & has_above
+        if kind == "roc":  # a bend: the step into this point differs from the step out of it
+            bends = (previous_positive != m.positive) | (previous_negative != m.negative)
+        else:  # recall changes on one side
+            bends = (previous_positive != 0) | (m.positive != 0)
+        keep = real & (~interior | bends)
+    kept = jnp.sum(keep)
+    every = jax.lax.all_gather(kept, axes, tiled=False)
+    rank = jnp.cumsum(keep) - 1  # among this device's points, ascending thresholds
+    if kind == "roc":
+        position = 1 + jnp.sum(jnp.where(device > me, every, 0)) + kept - 1 - rank
+    else:
+        position = jnp.sum(jnp.where(device < me, every, 0)) + rank
+    tp = placed.total_positive - placed.positive_below
+    fp = placed.total_negative - placed.negative_below
+    return keep, position, jnp.sum(every), tp, fp
+
+
+def _curve_on_device(
+    scores: Array,
+    labels: Array,
+    weights: Array,
+    *,
+    kind: str,
+    drop_intermediate: bool,
+    axes: tuple[str, ...],
+    capacity: int,
+    block: int,
+):
+    """Inside `shard_map`: this device's block of `block` points of the global curve."""
+    from jaxmetrics._src.counts import safe_divide  # (counts.py imports this module)
+
+    devices = jax.lax.axis_size(axes)
+    dtype = validation.float_dtype()
+    received, fits = _sorted_over_devices(scores, labels, weights, axes, devices, capacity)
+    placed = _place(received, axes)
+    keep, position, points, tp, fp = _curve_points(placed, kind, drop_intermediate, axes)
+    # this device's points in the order of their global positions, each to the device whose
+    # block of the output holds it (a block holds each position once: `block` receive slots)
+    big = jnp.iinfo(jnp.int32).max
+    order = jnp.where(keep, position, big).astype(jnp.int32)
+    order, tp, fp, values = jax.lax.sort((order, tp, fp, placed.merged.values), num_keys=1)
+    owner_starts = jnp.arange(devices + 1, dtype=jnp.int32) * block
+    edges = jnp.searchsorted(order, owner_starts, side="left")
+    first, sizes = edges[:-1], edges[1:] - edges[:-1]
+    step = max(1, -(-block // devices))
+    (order, tp, fp, values), _ = _send(
+        (order, tp, fp, values), (big, 0, 0, jnp.inf), first, sizes, axes, step, block
+    )
+    me = jax.lax.axis_index(axes)
+    here = me * block + jnp.arange(block)  # the global positions of this device's block
+    p, n = placed.total_positive, placed.total_negative
+    if kind == "roc":
+        # (0, 0) at +inf first; after the last point, its copy: all weight flagged, at the
+        # lowest score (the origin again when there is no weight at all)
+        lowest = jax.lax.pmin(placed.merged.values[0], axes)
+        any_point = points > 0
+        fill = (
+            jnp.where(here == 0, 0, jnp.where(any_point, p, 0)),
+            jnp.where(here == 0, 0, jnp.where(any_point, n, 0)),
+            jnp.where((here == 0) | ~any_point, jnp.inf, lowest),
+        )
+    else:  # the closing point (precision 1, recall 0, +inf) after the last and as padding
+        fill = (jnp.zeros(block, tp.dtype), jnp.zeros(block, fp.dtype), jnp.full(block, jnp.inf))
+    slot = jnp.where(order < big, order - me * block, block)
+    tp_out, fp_out, thresholds = (
+        jnp.broadcast_to(f, (block,)).astype(x.dtype).at[slot].set(x, mode="drop")
+        for f, x in zip(fill, (tp, fp, values))
+    )
+    valid = here <= points  # the points and one more: (0, 0) first, or the closing point
+    if kind == "roc":
+        first_field = safe_divide(fp_out, n, jnp.nan)
+        second_field = safe_divide(tp_out, p, jnp.nan)
+    else:
+        closing = thresholds == jnp.inf
+        first_field = jnp.where(closing, 1.0, safe_divide(tp_out, tp_out + fp_out, 0.0))
+        second_field = safe_divide(tp_out, p, jnp.nan)
+    nan = jnp.asarray(jnp.nan, dtype)
+    fields = (
+        jnp.where(fits, first_field.astype(dtype), nan),
+        jnp.where(fits, second_field.astype(dtype), nan),
+        jnp.where(fits, thresholds, jnp.nan),
+        valid & fits,
+    )
+    return fields, fits
+
+
+@functools.partial(
+    jax.jit, static_argnames=("kind", "drop_intermediate", "mesh", "axes", "capacity")
+)
+def _sharded_curve(scores, labels, weights, *, kind, drop_intermediate, mesh, axes, capacity):
+    spec = PartitionSpec(axes)
+    devices = int(np.prod([mesh.shape[a] for a in axes]))
+    length = scores.shape[-1] + 1
+    block = -(-length // devices)
+    on_device = functools.partial(
+        _curve_on_device,
+        kind=kind,
+        drop_intermediate=drop_intermediate,
+        axes=axes,
+        capacity=capacity,
+        block=block,
+    )
+    fields, fits = jax.shard_map(
+        on_device,
+        mesh=mesh,
+        in_specs=(spec, spec, spec),
+        out_specs=((spec,) * 4, PartitionSpec()),
+        check_vma=False,
+    )(scores, labels, weights)
+    return fields, fits
+
+
+def sharded_curve(
+    kind: str, scores: Array, labels: Array, weights: Array | None, split, *, drop_intermediate
+) -> tuple[tuple[Array, ...], Array]:
+    """The ROC (`kind` "roc") or precision-recall ("pr") curve of 1-D scores split over mesh
+    axes, as the fields of `RocCurve` / `PrCurve` (real points first, then copies of the last
+    one), split over the same devices: O(n / D) memory per device. Their length is n + D, not
+    n + 1: a split axis must divide evenly over the D devices, so each holds n / D + 1 points.
+    Also returns whether the receive buffers sufficed (if not, the float fields are NaN and
+    nothing is valid: recompute it gathered)."""
+    mesh, axes = split
+    (scores, labels, weights), devices = _laid_out(scores, labels, weights, split)
+    capacity = default_capacity(scores.shape[-1] // devices, devices)
+    return _sharded_curve(
+        scores,
+        labels,
+        weights,
+        kind=kind,
+        drop_intermediate=drop_intermediate,
+        mesh=mesh,
+        axes=axes,
+        capacity=capacity,
     )
