@@ -4,7 +4,9 @@ the one-device result (a second script, so that two test workers share the time)
 
 import os
 
-os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+os.environ["XLA_FLAGS"] = (
+    os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
+)  # (and the suite's flags, tests/conftest.py)
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402

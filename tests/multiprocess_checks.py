@@ -8,7 +8,9 @@ single-device result on the whole data, which each process can compute alone.
 import os
 import sys
 
-os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+os.environ["XLA_FLAGS"] = (
+    os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2"
+)  # (and the suite's flags, tests/conftest.py)
 os.environ["JAX_PLATFORMS"] = "cpu"
 
 import jax  # noqa: E402

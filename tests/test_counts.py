@@ -65,11 +65,15 @@ def test_confusion_counts_match_sklearn_confusion_matrix(rng):
 
 
 def test_counts_are_exact_past_two_to_the_24():
-    n = 2**24 + 3  # float32 cannot hold 2**24 + 1; int32 counts must
-    scores = jnp.ones(n, jnp.float32)
-    labels = jnp.ones(n, jnp.int32)
-    counts = jax.jit(jm.confusion_counts)(scores, labels, 0.5)
-    assert int(counts.tp) == n and counts.tp.dtype == jnp.int32
+    # float32 cannot hold 2**24 + 1; int32 counts must. Integer weights go through the same
+    # accumulation as unit ones (a tiny array: the sum is what is tested, not the length)
+    total = 2**24 + 3
+    scores = jnp.ones(4, jnp.float32)
+    labels = jnp.ones(4, jnp.int32)
+    weights = jnp.asarray([2**24, 1, 1, 1], jnp.int32)
+    counts = jax.jit(jm.confusion_counts)(scores, labels, 0.5, sample_weight=weights)
+    assert int(counts.tp) == total and counts.tp.dtype == jnp.int32
+    assert jm.confusion_counts(scores, labels, 0.5).tp.dtype == jnp.int32  # unit weights too
 
 
 RATES = {

@@ -33,9 +33,10 @@ def test_float64_path_of_the_host_sort(rng):
     np.testing.assert_array_equal(ordered, np.sort(scores))
 
 
-def test_float_weights_accumulate_accurately_at_ten_million():
-    # oracle: per-level sums in float64 (scores take 1,000 levels, so it needs no sort)
-    n, levels = 10**7, 1000
+def test_float_weights_accumulate_accurately_at_four_million():
+    # oracle: per-level sums in float64 (scores take 1,000 levels, so it needs no sort); a plain
+    # float32 running sum of ~6e6 total weight is off by far more than the tolerance
+    n, levels = 2**22, 1000
     rng = np.random.default_rng(7)
     level = rng.integers(0, levels, n)
     labels = (rng.random(n) < 0.3 + 0.4 * level / levels).astype(np.int32)
