@@ -30,6 +30,33 @@ def test_multinomial_weights_are_resamples_and_auc_matches_explicit_resampling(r
         assert value == pytest.approx(skm.roc_auc_score(labels[index], scores[index]), abs=1e-6)
 
 
+@pytest.mark.parametrize(
+    "n, rate",
+    [
+        (40, None),  # rate 0: every draw added uniformly
+        (400, None),  # rate 0.6: Poisson counts topped up
+        (400, 1.0),  # the total exceeds n half the time: the rejection loop redraws
+    ],
+)
+def test_multinomial_counts_have_the_multinomial_law(n, rate):
+    # oracle: n uniform draws with replacement give counts with Binomial(n, 1/n) marginals,
+    # covariance -1/n between two samples, and a total of exactly n
+    from jaxmetrics._src import resampling
+
+    seed = resampling._seed_words(jax.random.key(5))
+    draw = jax.jit(jax.vmap(lambda r: resampling._multinomial(seed, r, n, rate)))
+    weights = np.asarray(draw(jnp.arange(4000)))
+    assert (weights.sum(-1) == n).all()
+    values, observed = np.unique(weights, return_counts=True)
+    expected = stats.binom.pmf(values, n, 1 / n) * weights.size
+    keep = expected > 20  # the chi-square test's cells (the rest pooled)
+    observed = np.append(observed[keep], observed[~keep].sum())
+    expected = np.append(expected[keep], weights.size - expected[keep].sum())
+    assert stats.chisquare(observed, expected).pvalue > 1e-3
+    covariance = np.cov(weights[:, 0], weights[:, 1])[0, 1]
+    assert covariance == pytest.approx(-1 / n, abs=0.04)
+
+
 def test_poisson_weights_have_poisson_moments():
     weights = np.asarray(
         resample_weights(jax.random.key(0), jnp.arange(50), 4000, sampling="poisson")

@@ -54,18 +54,21 @@ def _seed_words(key: Array) -> Array:
     return jax.random.bits(key, (2,), jnp.uint32)
 
 
-# Poisson(1) CDF as uint32 thresholds: a weight is the number of thresholds its bits reach.
-# P(weight > 13) < 2^-32, below the resolution of the bits.
-_POISSON_THRESHOLDS = np.array(
-    [
-        min(
-            2**32 - 1,
-            math.floor(2**32 * sum(math.exp(-1) / math.factorial(j) for j in range(k + 1))),
-        )
-        for k in range(13)
-    ],
-    dtype=np.uint32,
-)
+def _poisson_thresholds(rate: float) -> np.ndarray:
+    """Poisson(rate) CDF as uint32 thresholds: a weight is the number of thresholds its bits
+    reach. Stops where the tail falls below 2^-32, the resolution of the bits."""
+    thresholds, cdf, term, k = [], 0.0, math.exp(-rate), 0
+    while True:
+        cdf += term
+        thresholds.append(min(2**32 - 1, math.floor(2**32 * cdf)))
+        if 2**32 * (1.0 - cdf) < 1.0 or k > 40:
+            return np.array(thresholds, dtype=np.uint32)
+        k += 1
+        term *= rate / k
+
+
+# Poisson(1): P(weight > 13) < 2^-32
+_POISSON_THRESHOLDS = _poisson_thresholds(1.0)
 
 
 def _bincount_host(indices: np.ndarray, length: int) -> np.ndarray:
@@ -146,8 +149,11 @@ def resample_weights(
     num_samples (the classic bootstrap); with `stratify`, each stratum is drawn within itself,
     so its total weight stays its size; with `groups`, the groups are drawn instead of the
     samples (group j of G, numbered in the sorted order of the labels, is drawn as sample j of
-    a G-sample resample would be). The draws are 32-bit hashes taken modulo the number of
-    samples: a bias below ``num_samples / 2**32``. "poisson" makes independent Poisson(1)
+    a G-sample resample would be). Without `stratify`, the multinomial counts are made without
+    counting n draws: Poisson counts of a rate just under 1 (whose law, given their total t, is
+    that of t uniform draws) plus the n - t missing draws, an exact multinomial (and as fast as
+    Poisson weights). Draws are 32-bit hashes taken modulo the number of samples: a bias below
+    ``num_samples / 2**32``. "poisson" makes independent Poisson(1)
     weights, whose total varies around num_samples; they need no counting of draws and suit
     streaming and sharded data, and `stratify` is ignored (`bootstrap` refuses the pair).
 
@@ -163,9 +169,9 @@ def resample_weights(
         cluster bootstrap. The G distinct groups are drawn (G draws with replacement, or
         Poisson(1) each) and every sample takes its group's weight, so the rows of a patient
         or a user stay together. Not with `stratify`.
-      host_callback: count multinomial draws with numpy's bincount through a host callback on
-        the CPU (True, fast) or with a scatter-add (False, the same result; for use inside
-        `jax.shard_map` over emulated CPU devices).
+      host_callback: count stratified multinomial draws with numpy's bincount through a host
+        callback on the CPU (True, fast) or with a scatter-add (False, the same result; for use
+        inside `jax.shard_map` over emulated CPU devices).
 
     Returns:
       An int32 array of shape ``[R, num_samples]``.
@@ -234,15 +240,63 @@ def draw_weights(
     """`resample_weights` of independent units (samples, or the groups of a cluster bootstrap)."""
     seed = _seed_words(key)
     sample = jnp.arange(num_samples, dtype=jnp.uint32)
+    if sampling == "multinomial" and stratify is None:
+        return jax.vmap(lambda r: _multinomial(seed, r, num_samples))(resamples)
     bits = _random_bits(seed, resamples[:, None], sample[None, :])
     if sampling == "poisson":
         thresholds = jnp.asarray(_POISSON_THRESHOLDS)
         return (bits[..., None] >= thresholds).sum(-1, dtype=jnp.int32)
     # modulo: the bias is below num_samples / 2^32 (2e-5 at 10^5 samples)
-    if stratify is None:
-        draws = (bits % jnp.uint32(num_samples)).astype(jnp.int32)
-    else:
-        strata = _strata(jnp.asarray(stratify))
-        within = (bits % strata.size.astype(jnp.uint32)).astype(jnp.int32)
-        draws = strata.members[strata.offset + within]
+    strata = _strata(jnp.asarray(stratify))
+    within = (bits % strata.size.astype(jnp.uint32)).astype(jnp.int32)
+    draws = strata.members[strata.offset + within]
     return _bincount(draws, num_samples, host_callback=host_callback)
+
+
+def _multinomial(
+    seed: Array, resample: Array, num_samples: int, rate: float | None = None
+) -> Array:
+    """The counts of `num_samples` uniform draws with replacement (one resample), exactly, with
+    no counting of n draws (a scatter, or a host bincount: most of a multinomial bootstrap's
+    time at 10^5 samples, measured).
+
+    Poisson counts conditioned on their total t are multinomial: t uniform draws. So draw
+    Poisson(rate) counts (elementwise, like the Poisson bootstrap) with a rate just under 1, so
+    that t <= n but for a chance below 10^-15 (then draw them again, a rejection that keeps the
+    law), and add the n - t missing draws (about 8 sqrt(n)) uniformly: t uniform draws and
+    n - t more are n uniform draws. Exact, up to the hash's 2^-32 resolution and the modulo's
+    bias below n / 2^32, as before. (`rate` is for the tests: any rate gives the same law.)
+    """
+    n = num_samples
+    if rate is None:
+        rate = max(0.0, 1.0 - 8.0 / math.sqrt(n)) if n else 0.0
+    thresholds = jnp.asarray(_poisson_thresholds(rate))
+    extra = max(1, min(n, math.ceil(16 * math.sqrt(n))))  # missing draws added per round
+    sample = jnp.arange(n, dtype=jnp.uint32)
+
+    def poisson(attempt):
+        round_seed = seed ^ (attempt.astype(jnp.uint32) * jnp.uint32(0x632BE5AB))
+        bits = _random_bits(round_seed, resample, sample)
+        return (bits[:, None] >= thresholds).sum(-1, dtype=jnp.int32)
+
+    def redraw(state):
+        attempt, _ = state
+        return attempt + 1, poisson(attempt + 1)
+
+    first = jnp.zeros((), jnp.int32)
+    _, counts = jax.lax.while_loop(
+        lambda state: state[1].sum() > n, redraw, (first, poisson(first))
+    )
+    fill_seed = seed ^ jnp.asarray([0x5BD1E995, 0x1B873593], jnp.uint32)
+    slots = jnp.arange(extra, dtype=jnp.uint32)
+
+    def add(state):
+        counts, total = state
+        bits = _random_bits(fill_seed, resample, total.astype(jnp.uint32) + slots)
+        draws = (bits % jnp.uint32(max(n, 1))).astype(jnp.int32)
+        wanted = slots < (n - total).astype(jnp.uint32)
+        counts = counts.at[jnp.where(wanted, draws, n)].add(1, mode="drop")
+        return counts, jnp.minimum(total + extra, n)
+
+    counts, _ = jax.lax.while_loop(lambda state: state[1] < n, add, (counts, counts.sum()))
+    return counts
