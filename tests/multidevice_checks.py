@@ -108,23 +108,30 @@ weights_cases = {  # all int32: one compiled program per metric serves every cas
     "int with zeros": rng.integers(0, 3, n).astype(np.int32),
     "a device without weight": np.where(np.arange(n) < n // 4, 0, rng.integers(1, 5, n)),
 }
+
+
+def every_layout(weights):
+    """(case, layout, weights' name, scores, labels, weights) of every case, as drawn and
+    sorted by score, under each of `weights` (int32)."""
+    for case, values in cases.items():
+        values = values.astype(np.float32)
+        for layout in ("as drawn", "sorted"):
+            order = np.argsort(values, kind="stable") if layout == "sorted" else np.arange(n)
+            for wname, w in weights.items():
+                yield case, layout, wname, values[order], y[order], w[order].astype(np.int32)
+
+
 auc_and_ap = jax.jit(
     lambda v, y, w: (jm.roc_auc(v, y, sample_weight=w), jm.average_precision(v, y, sample_weight=w))
 )
-for case, values in cases.items():
-    values = values.astype(np.float32)
-    for layout in ("as drawn", "sorted"):
-        order = np.argsort(values, kind="stable") if layout == "sorted" else np.arange(n)
-        v, labels_here = values[order], y[order]
-        for wname, w in weights_cases.items():
-            w = w[order].astype(np.int32)
-            got = auc_and_ap(split_layout(v), split_layout(labels_here), split_layout(w))
-            expected = (
-                roc_auc_score(labels_here, v, sample_weight=w),
-                average_precision_score(labels_here, v, sample_weight=w),
-            )
-            for a, b in zip(got, expected):
-                assert abs(float(a) - b) < 2e-6, (case, layout, wname, float(a), b)
+for case, layout, wname, v, labels_here, w in every_layout(weights_cases):
+    got = auc_and_ap(split_layout(v), split_layout(labels_here), split_layout(w))
+    expected = (
+        roc_auc_score(labels_here, v, sample_weight=w),
+        average_precision_score(labels_here, v, sample_weight=w),
+    )
+    for a, b in zip(got, expected):
+        assert abs(float(a) - b) < 2e-6, (case, layout, wname, float(a), b)
 print("split AUC / AP == scikit-learn (ties, skew, all equal, sorted layouts, weights)")
 
 # ROC and precision-recall curves of split samples: sorted where they are, the points placed
@@ -143,27 +150,21 @@ curve_weights = {
     "a device without weight": weights_cases["a device without weight"],
     "weight on one device only": only_one_device.astype(np.int32),
 }
-for case, values in cases.items():
-    values = values.astype(np.float32)
-    for layout in ("as drawn", "sorted"):
-        order = np.argsort(values, kind="stable") if layout == "sorted" else np.arange(n)
-        v, labels_here = values[order], y[order]
-        for wname, w in curve_weights.items():
-            w = w[order].astype(np.int32)
-            got = four_curves(split_layout(v), split_layout(labels_here), split_layout(w))
-            expected = [
-                curve(v, labels_here, sample_weight=w, drop_intermediate=drop)
-                for curve in (jm.roc_curve, jm.precision_recall_curve)
-                for drop in (True, False)
-            ]
-            for a, b in zip(got, expected):
-                assert len(a.valid.sharding.device_set) == 4  # the curve stays split
-                for field, x, r in zip(b._fields, a, b):
-                    x, r = np.asarray(x), np.asarray(r)
-                    where = (case, layout, wname, type(b).__name__, field)
-                    np.testing.assert_array_equal(x[: n + 1], r, err_msg=str(where))
-                    padding = np.zeros(3, bool) if field == "valid" else r[-1:].repeat(3)
-                    np.testing.assert_array_equal(x[n + 1 :], padding, err_msg=str(where))
+for case, layout, wname, v, labels_here, w in every_layout(curve_weights):
+    got = four_curves(split_layout(v), split_layout(labels_here), split_layout(w))
+    expected = [
+        curve(v, labels_here, sample_weight=w, drop_intermediate=drop)
+        for curve in (jm.roc_curve, jm.precision_recall_curve)
+        for drop in (True, False)
+    ]
+    for a, b in zip(got, expected):
+        assert len(a.valid.sharding.device_set) == 4  # the curve stays split
+        for field, x, r in zip(b._fields, a, b):
+            x, r = np.asarray(x), np.asarray(r)
+            where = (case, layout, wname, type(b).__name__, field)
+            np.testing.assert_array_equal(x[: n + 1], r, err_msg=str(where))
+            padding = np.zeros(3, bool) if field == "valid" else r[-1:].repeat(3)
+            np.testing.assert_array_equal(x[n + 1 :], padding, err_msg=str(where))
 print("split ROC / PR curves == one device (ties, skew, all equal, sorted, weights on one device)")
 
 # a receive buffer too small for the entries (forced): NaN from the program, never a partial
@@ -192,6 +193,7 @@ try:
         mesh=mesh,
         axes=("devices",),
         capacity=8,
+        block=n // 4 + 1,
     )
     split_pair = jax.device_put(pair, NamedSharding(mesh, PartitionSpec(None, "devices")))
     assert np.isnan(np.asarray(jax.jit(jm.delong)(split_pair, split_layout(y)).auc)).all()

@@ -71,6 +71,11 @@ def _poisson_thresholds(rate: float) -> np.ndarray:
 _POISSON_THRESHOLDS = _poisson_thresholds(1.0)
 
 
+def _poisson_counts(bits: Array, thresholds: np.ndarray) -> Array:
+    """Poisson weights from uniform bits: how many of the CDF `thresholds` each reaches."""
+    return (bits[..., None] >= jnp.asarray(thresholds)).sum(-1, dtype=jnp.int32)
+
+
 def _bincount_host(indices: np.ndarray, length: int) -> np.ndarray:
     rows = np.asarray(indices).reshape(-1, indices.shape[-1])
     counts = np.empty((rows.shape[0], length), np.int32)
@@ -239,13 +244,12 @@ def draw_weights(
 ) -> Array:
     """`resample_weights` of independent units (samples, or the groups of a cluster bootstrap)."""
     seed = _seed_words(key)
-    sample = jnp.arange(num_samples, dtype=jnp.uint32)
     if sampling == "multinomial" and stratify is None:
         return jax.vmap(lambda r: _multinomial(seed, r, num_samples))(resamples)
+    sample = jnp.arange(num_samples, dtype=jnp.uint32)
     bits = _random_bits(seed, resamples[:, None], sample[None, :])
     if sampling == "poisson":
-        thresholds = jnp.asarray(_POISSON_THRESHOLDS)
-        return (bits[..., None] >= thresholds).sum(-1, dtype=jnp.int32)
+        return _poisson_counts(bits, _POISSON_THRESHOLDS)
     # modulo: the bias is below num_samples / 2^32 (2e-5 at 10^5 samples)
     strata = _strata(jnp.asarray(stratify))
     within = (bits % strata.size.astype(jnp.uint32)).astype(jnp.int32)
@@ -270,14 +274,13 @@ def _multinomial(
     n = num_samples
     if rate is None:
         rate = max(0.0, 1.0 - 8.0 / math.sqrt(n)) if n else 0.0
-    thresholds = jnp.asarray(_poisson_thresholds(rate))
+    thresholds = _poisson_thresholds(rate)
     extra = max(1, min(n, math.ceil(16 * math.sqrt(n))))  # missing draws added per round
     sample = jnp.arange(n, dtype=jnp.uint32)
 
     def poisson(attempt):
         round_seed = seed ^ (attempt.astype(jnp.uint32) * jnp.uint32(0x632BE5AB))
-        bits = _random_bits(round_seed, resample, sample)
-        return (bits[:, None] >= thresholds).sum(-1, dtype=jnp.int32)
+        return _poisson_counts(_random_bits(round_seed, resample, sample), thresholds)
 
     def redraw(state):
         attempt, _ = state

@@ -547,13 +547,12 @@ def _curve_on_device(
 
 
 @functools.partial(
-    jax.jit, static_argnames=("kind", "drop_intermediate", "mesh", "axes", "capacity")
+    jax.jit, static_argnames=("kind", "drop_intermediate", "mesh", "axes", "capacity", "block")
 )
-def _sharded_curve(scores, labels, weights, *, kind, drop_intermediate, mesh, axes, capacity):
+def _sharded_curve(
+    scores, labels, weights, *, kind, drop_intermediate, mesh, axes, capacity, block
+):
     spec = PartitionSpec(axes)
-    devices = int(np.prod([mesh.shape[a] for a in axes]))
-    length = scores.shape[-1] + 1
-    block = -(-length // devices)
     on_device = functools.partial(
         _curve_on_device,
         kind=kind,
@@ -593,4 +592,5 @@ def sharded_curve(
         mesh=mesh,
         axes=axes,
         capacity=capacity,
+        block=scores.shape[-1] // devices + 1,  # n + 1 points over D devices, rounded up
     )
