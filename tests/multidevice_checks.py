@@ -132,7 +132,13 @@ for case, layout, wname, v, labels_here, w in every_layout(weights_cases):
     )
     for a, b in zip(got, expected):
         assert abs(float(a) - b) < 2e-6, (case, layout, wname, float(a), b)
-print("split AUC / AP == scikit-learn (ties, skew, all equal, sorted layouts, weights)")
+huge = np.full(n, 1e20, np.float32)  # each term a share: pair counts would overflow float32
+got = auc_and_ap(*map(split_layout, (cases["distinct"].astype(np.float32), y, huge)))
+for a, b in zip(
+    got, (roc_auc_score(y, cases["distinct"]), average_precision_score(y, cases["distinct"]))
+):
+    assert abs(float(a) - b) < 2e-6, ("weights of 1e20", float(a), b)
+print("split AUC / AP == scikit-learn (ties, skew, all equal, sorted layouts, weights, 1e20)")
 
 # ROC and precision-recall curves of split samples: sorted where they are, the points placed
 # into each device's block of the output (n + 4 long: a split axis divides evenly), equal to one

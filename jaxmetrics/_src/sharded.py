@@ -29,8 +29,9 @@ per device stays O(n / D); so are the ROC and precision-recall curves, which sta
    whose block of the output holds that position: the curve stays split, n / D + 1 points per
    device.
 
-Every value equals the single-device result up to float summation order (exactly, for integer
-weights below 2^24 and the AUC's integer pair counts).
+Every value equals the single-device result up to float rounding. As on one device, each
+per-entry term is a share (divided by the class totals before it is multiplied and summed), so
+huge weights (1e20) cannot overflow float32.
 """
 
 from __future__ import annotations
@@ -265,12 +266,19 @@ def _placement_values(
 
 
 # ------------------------------------------------------------------------------ metrics
+def _shares(placed: _Placed, dtype: Any) -> tuple[Array, Array]:
+    """The global weight of each class, 1 where it is 0 (the finish marks those NaN): each term
+    is divided before it is multiplied or summed, so huge weights (1e20) cannot overflow."""
+    p = placed.total_positive.astype(dtype)
+    n = placed.total_negative.astype(dtype)
+    return jnp.where(p > 0, p, 1), jnp.where(n > 0, n, 1)
+
+
 def _auc_terms(placed: _Placed, dtype: Any) -> Array:
     m = placed.merged
-    pairs = m.positive.astype(dtype) * (
-        placed.negative_below.astype(dtype) + m.negative.astype(dtype) / 2
-    )
-    return pairs.sum()
+    p, n = _shares(placed, dtype)
+    beaten = (placed.negative_below.astype(dtype) + m.negative.astype(dtype) / 2) / n
+    return (m.positive.astype(dtype) / p * beaten).sum()
 
 
 def _ap_terms(placed: _Placed, dtype: Any) -> Array:
@@ -279,18 +287,17 @@ def _ap_terms(placed: _Placed, dtype: Any) -> Array:
     false_above = (placed.total_negative - placed.negative_below).astype(dtype)
     above = true_above + false_above
     precision = true_above / jnp.where(above > 0, above, 1)
-    return (m.positive.astype(dtype) * precision).sum()
+    p, _ = _shares(placed, dtype)
+    return (m.positive.astype(dtype) / p * precision).sum()
 
 
 def _finish_auc(total: Array, placed: _Placed, dtype: Any) -> Array:
-    p = placed.total_positive.astype(dtype)
-    n = placed.total_negative.astype(dtype)
-    return jnp.where((p > 0) & (n > 0), total / jnp.where(p * n > 0, p * n, 1), jnp.nan)
+    defined = (placed.total_positive > 0) & (placed.total_negative > 0)
+    return jnp.where(defined, total, jnp.asarray(jnp.nan, dtype))
 
 
 def _finish_ap(total: Array, placed: _Placed, dtype: Any) -> Array:
-    p = placed.total_positive.astype(dtype)
-    return jnp.where(p > 0, total / jnp.where(p > 0, p, 1), jnp.nan)
+    return jnp.where(placed.total_positive > 0, total, jnp.asarray(jnp.nan, dtype))
 
 
 _METRICS = {"roc_auc": (_auc_terms, _finish_auc), "average_precision": (_ap_terms, _finish_ap)}
