@@ -33,14 +33,19 @@ def host_callbacks() -> bool:
 
 
 @contextlib.contextmanager
-def without_callbacks() -> Iterator[None]:
-    """Trace without host callbacks, leaving compiled programs alone (for programs whose cache
-    key already says so, e.g. those traced for arrays split over a mesh)."""
-    token = _host_callbacks.set(False)
+def host_callbacks_set(enabled: bool) -> Iterator[None]:
+    """Trace with host callbacks on or off, leaving compiled programs alone (for functions whose
+    cache key already says which, e.g. those traced for arrays split over a mesh)."""
+    token = _host_callbacks.set(enabled)
     try:
         yield
     finally:
         _host_callbacks.reset(token)
+
+
+def without_callbacks() -> contextlib.AbstractContextManager[None]:
+    """`host_callbacks_set(False)`."""
+    return host_callbacks_set(False)
 
 
 @contextlib.contextmanager

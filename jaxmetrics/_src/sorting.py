@@ -241,14 +241,24 @@ def _host_cumulative(values: np.ndarray, *, op: str) -> np.ndarray:
 _device_cumulative_only = contextvars.ContextVar("device_cumulative_only", default=False)
 
 
+def host_cumulative() -> bool:
+    """Whether running sums traced now may use the host callback (where callbacks are on)."""
+    return not _device_cumulative_only.get()
+
+
 @contextlib.contextmanager
-def without_host_cumulative():
-    """Trace running sums and maxima with XLA's own ops (for code traced inside `shard_map`)."""
-    token = _device_cumulative_only.set(True)
+def host_cumulative_set(enabled: bool):
+    """Trace running sums and maxima with the host callback allowed or not."""
+    token = _device_cumulative_only.set(not enabled)
     try:
         yield
     finally:
         _device_cumulative_only.reset(token)
+
+
+def without_host_cumulative():
+    """Trace running sums and maxima with XLA's own ops (for code traced inside `shard_map`)."""
+    return host_cumulative_set(False)
 
 
 def cumulative(values: Array, *, op: str = "sum") -> Array:
