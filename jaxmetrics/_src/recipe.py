@@ -128,9 +128,8 @@ def run_kernel(
     if any(validation.host_values(a) is None for a in arrays if a is not None):
         # traced: the caller's shapes, through one jitted function per kernel (see `_traced`)
         scores, labels, weights, *extra = (None if a is None else jnp.asarray(a) for a in arrays)
-        traced = _traced(
-            kernel, tuple(sorted(options.items())), kernels.host_callbacks(), sorting.host_cumulative()
-        )
+        choices = (kernels.host_callbacks(), sorting.host_cumulative())
+        traced = _traced(kernel, tuple(sorted(options.items())), *choices)
         return traced(scores, labels, weights, *extra)
     num_samples = scores.shape[-1]
     size = bucket_size(num_samples)
