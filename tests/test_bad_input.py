@@ -16,7 +16,7 @@ function of `jaxmetrics.__all__`, `jaxmetrics.losses` and `jaxmetrics.streaming`
 Each row of `CASES` is one function: how to call it with good inputs (`family`: the positional
 arguments and their roles), and which arguments can hold bad values (`bad`, all by default).
 Compilations dominate the run time, so each case is compiled three times in all: (b), (c)+(d)
-and (e), and (e) reuses (b)'s compilation for its reference.
+and (e), and (e) reuses (b)'s compilation for its reference (one test runs (b) and (e)).
 """
 
 from __future__ import annotations
@@ -393,19 +393,43 @@ def test_a_bad_value_raises_eagerly_naming_argument_and_index(case_id, argument,
             case.call(*inputs)
 
 
-@pytest.mark.parametrize("case_id, argument, role", _bad_arguments())
-def test_a_bad_value_under_jit_marks_only_its_batch_element(case_id, argument, role):
+def _check_closed_over(case_id: str) -> None:
+    """(e): the inputs as float64 numpy arrays closed over by a jitted function, a batch of 1."""
+    case = CASES[case_id]
+    inputs = [_as_float64(x) for x in _inputs(case, 1 if case.batched else None)]
+    closed = jax.jit(lambda: case.call(*inputs))()
+    if not case.batched:
+        _assert_same(closed, _jitted(case_id)(*_inputs(case, None)), case_id)
+        return
+    good = _jitted(case_id)(*_inputs(case, 2))  # (b)'s compilation: an all-good batch of two
+    _assert_same(case.select(case.row(closed, 0)), case.select(case.row(good, 0)), case_id)
+    for leaf in jax.tree_util.tree_leaves(case.select(case.row(closed, slice(0, 1)))):
+        assert np.shape(leaf)[:1] == (1,), f"{case_id}: the batch axis of size 1 was lost"
+
+
+def _bad_arguments_of(case_id: str) -> list[tuple[str, str]]:
+    """(argument, role) of every argument of a case that can hold bad values."""
+    return [(p.values[1], p.values[2]) for p in _bad_arguments() if p.values[0] == case_id]
+
+
+# One test per function under jit (with (e), which reuses its compilation) and one under vmap,
+# each looping over the bad arguments: the function is compiled once for all of them (tests per
+# argument were spread over the workers, which then compiled the same program each).
+@pytest.mark.parametrize("case_id", sorted(CASES))
+def test_a_bad_value_under_jit_marks_only_its_batch_element_and_closed_over_arrays_work(case_id):
     case = CASES[case_id]
     jitted = _jitted(case_id)
-    if not case.batched:  # one element: the whole result is marked
+    good = jitted(*_inputs(case, 2)) if case.batched else None
+    for argument, role in _bad_arguments_of(case_id):
         for bad in BAD[role]:
-            inputs, _ = _bad_inputs(case, argument, bad, None)
-            _assert_poisoned(case.select(jitted(*inputs)), f"{case_id}({argument}={bad!r})")
-        return
-    good = jitted(*_inputs(case, 2))
-    for bad in BAD[role]:
-        inputs, _ = _bad_inputs(case, argument, bad, 2)
-        _check_rows(case, argument, jitted(*inputs), good, f"jit {case_id}({argument}={bad!r})")
+            context = f"jit {case_id}({argument}={bad!r})"
+            if not case.batched:  # one element: the whole result is marked
+                inputs, _ = _bad_inputs(case, argument, bad, None)
+                _assert_poisoned(case.select(jitted(*inputs)), context)
+                continue
+            inputs, _ = _bad_inputs(case, argument, bad, 2)
+            _check_rows(case, argument, jitted(*inputs), good, context)
+    _check_closed_over(case_id)
 
 
 def _as_float64(value: Any) -> Any:
@@ -421,35 +445,18 @@ def _vmapped_in_x64(case_id: str) -> Callable[..., Any]:
     return jax.jit(jax.vmap(CASES[case_id].call))
 
 
-@pytest.mark.parametrize("case_id, argument, role", _bad_arguments())
-def test_a_bad_value_under_vmap_marks_only_its_batch_element_and_x64_is_float64(
-    case_id, argument, role, x64
-):
+@pytest.mark.parametrize("case_id", sorted(CASES))
+def test_a_bad_value_under_vmap_marks_only_its_batch_element_and_x64_is_float64(case_id, x64):
     case = CASES[case_id]
     plain = dataclasses.replace(case, unbatched=(), row=_default_row)  # vmap maps every input
     batch_everything = dataclasses.replace(case, batched=True, unbatched=())
     mapped = _vmapped_in_x64(case_id)
     good = mapped(*(_as_float64(x) for x in _inputs(batch_everything, 2)))
-    results = []
-    for bad in BAD[role]:
-        inputs, _ = _bad_inputs(batch_everything, argument, bad, 2)
-        results.append((bad, mapped(*(_as_float64(x) for x in inputs))))
     for leaf in _numeric_leaves(plain.select(good)):
         if np.issubdtype(leaf.dtype, np.floating):
             assert leaf.dtype == np.float64, f"{case_id}: {leaf.dtype} under x64"
-    for bad, result in results:
-        _check_rows(plain, argument, result, good, f"vmap {case_id}({argument}={bad!r})")
-
-
-@pytest.mark.parametrize("case_id", sorted(CASES))
-def test_closed_over_float64_arrays_inside_jit_and_a_batch_axis_of_one(case_id):
-    case = CASES[case_id]
-    inputs = [_as_float64(x) for x in _inputs(case, 1 if case.batched else None)]
-    closed = jax.jit(lambda: case.call(*inputs))()
-    if not case.batched:
-        _assert_same(closed, _jitted(case_id)(*_inputs(case, None)), case_id)
-        return
-    good = _jitted(case_id)(*_inputs(case, 2))  # (b)'s compilation: an all-good batch of two
-    _assert_same(case.select(case.row(closed, 0)), case.select(case.row(good, 0)), case_id)
-    for leaf in jax.tree_util.tree_leaves(case.select(case.row(closed, slice(0, 1)))):
-        assert np.shape(leaf)[:1] == (1,), f"{case_id}: the batch axis of size 1 was lost"
+    for argument, role in _bad_arguments_of(case_id):
+        for bad in BAD[role]:
+            inputs, _ = _bad_inputs(batch_everything, argument, bad, 2)
+            result = mapped(*(_as_float64(x) for x in inputs))
+            _check_rows(plain, argument, result, good, f"vmap {case_id}({argument}={bad!r})")
