@@ -63,3 +63,17 @@ def _release_compiled_programs():
     and the programs of every module kept alive took its peak memory past 5 GB."""
     yield
     jax.clear_caches()
+
+
+# Modules of a few long tests (processes of their own, simulations), scheduled first: started
+# last, one of them kept a worker busy for 40 s after the other had finished.
+_LONG_FIRST = (
+    "test_multidevice.py",
+    "test_examples.py",
+    "test_multiprocess.py",
+    "test_coverage.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: item.path.name not in _LONG_FIRST)  # stable: order kept within

@@ -89,3 +89,40 @@ def test_host_tie_groups_equal_a_direct_oracle(levels):
             expected_stop = [len(row) - int(np.argmax(row[::-1] == value)) for value in row]
             np.testing.assert_array_equal(start[index], expected_start)
             np.testing.assert_array_equal(stop[index], expected_stop)
+
+
+def test_small_eager_programs_are_compiled_for_a_fast_compile_with_the_same_results(monkeypatch):
+    """`kernels.sample_jit`: small samples eagerly on the CPU take the fast-compile program, large
+    ones and calls inside a caller's trace the optimised one; the results are the same."""
+    from jaxmetrics._src import kernels
+
+    def running_sum_of_sorted(x):
+        return jnp.cumsum(jnp.sort(x), axis=-1)
+
+    def fresh():  # a new function each time: JAX's caches of compiled programs are per function
+        return kernels.sample_jit(lambda x: running_sum_of_sorted(x))
+
+    rng = np.random.default_rng(0)
+    for size, expect_fast in ((100, True), (kernels.FAST_COMPILE_SAMPLES + 1, False)):
+        function = fresh()
+        x = rng.normal(size=(2, size)).astype(np.float32)
+        expected = np.cumsum(np.sort(x, axis=-1), axis=-1, dtype=np.float64)
+        np.testing.assert_allclose(function(x), expected, rtol=1e-4, atol=1e-3)
+        assert function.fast._cache_size() == int(expect_fast), size
+        assert function.optimised._cache_size() == int(not expect_fast), size
+    # concrete arrays inside a caller's jit: inlined into its program (options would be refused)
+    function = fresh()
+    small = rng.normal(size=50).astype(np.float32)
+    inside = jax.jit(lambda: function(small))()
+    np.testing.assert_allclose(inside, np.cumsum(np.sort(small)), rtol=1e-5, atol=1e-5)
+    assert function.fast._cache_size() == 0
+    # a jaxlib without the options: the optimised program, the same result
+    monkeypatch.setattr(kernels, "_FAST_COMPILE", {"xla_no_such_option": 1})
+    kernels._fast_compile_available.cache_clear()
+    try:
+        function = fresh()
+        np.testing.assert_allclose(function(small), np.cumsum(np.sort(small)), rtol=1e-5, atol=1e-5)
+        assert function.fast._cache_size() == 0 and function.optimised._cache_size() == 1
+    finally:
+        monkeypatch.undo()
+        kernels._fast_compile_available.cache_clear()

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtr, ndtri
 
-from jaxmetrics._src import layouts, recipe, sorting, validation
+from jaxmetrics._src import kernels, layouts, recipe, sorting, validation
 from jaxmetrics._src.resampling import check_key, draw_weights, group_units, resample_weights
 from jaxmetrics._src.typing import Array, ArrayLike, BootstrapMethod, Sampling, options_of
 
@@ -407,7 +407,7 @@ def bootstrap(
     return _summary(samples, estimate, jackknife, alpha, method=method)
 
 
-@functools.partial(jax.jit, static_argnames=("method",))
+@functools.partial(kernels.sample_jit, static_argnames=("method",))
 def _summary(samples, estimate, jackknife, alpha, *, method) -> BootstrapResult:
     """Interval and standard error from the resampled values, in one compiled program (free of
     host callbacks, so JAX's persistent cache keeps it between runs of the command line)."""

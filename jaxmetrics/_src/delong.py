@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtr
 
-from jaxmetrics._src import layouts, sharded, sorting, validation
+from jaxmetrics._src import kernels, layouts, sharded, sorting, validation
 from jaxmetrics._src.intervals import normal_quantile
 from jaxmetrics._src.typing import Array, ArrayLike
 
@@ -182,7 +182,7 @@ def _stacked(scores: tuple, labels: Array, invalid: tuple, shared: Array):
     return stacked, (labels == 1).astype(jnp.int32), flags
 
 
-@jax.jit
+@kernels.sample_jit
 def _delong_fields(
     scores: tuple, labels: Array, weights: Array | None, invalid: tuple, shared: Array, z: Array
 ):
@@ -197,7 +197,7 @@ def _delong_fields(
     return DeLong(auc, variance, covariance, low, high)
 
 
-@jax.jit
+@kernels.sample_jit
 def _delong_test_fields(
     scores: tuple, labels: Array, weights: Array | None, invalid: tuple, shared: Array, z: Array
 ):

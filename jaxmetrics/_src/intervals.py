@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import betainc
 
-from jaxmetrics._src import validation
+from jaxmetrics._src import kernels, validation
 from jaxmetrics._src.typing import Array, ArrayLike
 
 
@@ -80,7 +80,7 @@ def wilson_bounds(k: Array, n: Array, z: float) -> tuple[Array, Array]:
 
 # The interval programs take `z` (or `alpha`) static: it is set by `confidence`, which rarely
 # changes, and as a Python float it enters the formulas exactly as written.
-@functools.partial(jax.jit, static_argnames="z")
+@functools.partial(kernels.sample_jit, static_argnames="z")
 def _wilson(k: Array, n: Array, flags: tuple[Array, Array], *, z: float) -> tuple[Array, Array]:
     k, n = _as_float(k, n)
     return validation.nan_where(flags[0] | flags[1], wilson_bounds(k, n, z))

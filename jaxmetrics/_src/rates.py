@@ -12,10 +12,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 
-from jaxmetrics._src import validation
+from jaxmetrics._src import kernels, validation
 from jaxmetrics._src.counts import Counts, safe_divide
 from jaxmetrics._src.typing import Array, Average, options_of
 
@@ -84,7 +83,7 @@ def _rate(rate_of, counts: Any, *, zero_division: float, average: Average, **par
     return _rate_program(counts, zero_division, params, rate_of=rate_of, average=average)
 
 
-@functools.partial(jax.jit, static_argnames=("rate_of", "average"))
+@functools.partial(kernels.sample_jit, static_argnames=("rate_of", "average"))
 def _rate_program(counts: Counts, zero_division, params: dict, *, rate_of, average) -> Array:
     invalid = (counts.tp < 0) | (counts.fp < 0) | (counts.fn < 0) | (counts.tn < 0)
     if average == "micro":

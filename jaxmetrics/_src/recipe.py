@@ -71,7 +71,7 @@ def _compiled(
                 lambda s, y, w: kernel(s, y, w, *extra, **dict(options)), scores, labels, weights
             )
 
-    return jax.jit(run)
+    return kernels.sample_jit(run)
 
 
 @functools.cache

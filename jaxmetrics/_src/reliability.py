@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src import intervals, sorting, validation
+from jaxmetrics._src import intervals, kernels, sorting, validation
 from jaxmetrics._src.calibration import any_flagged, probability_inputs
 from jaxmetrics._src.counts import safe_divide
 from jaxmetrics._src.typing import (
@@ -231,7 +231,7 @@ def _table(probs, labels, weights, ids, edges, flags, *, num_bins, strategy) -> 
     return validation.nan_where(any_flagged(flags, tallies.count.shape[:-1]), table)
 
 
-@functools.partial(jax.jit, static_argnames=(*_BINNED, "z"))
+@functools.partial(kernels.sample_jit, static_argnames=(*_BINNED, "z"))
 def _bins(probs, labels, weights, ids, edges, flags, *, num_bins, strategy, z) -> ReliabilityBins:
     tallies = _tally_bins(probs, labels, weights, ids, edges, num_bins, strategy)
     dtype = validation.float_dtype()
@@ -249,7 +249,7 @@ def _bins(probs, labels, weights, ids, edges, flags, *, num_bins, strategy, z) -
     return validation.nan_where(any_flagged(flags, tallies.count.shape[:-1]), bins)
 
 
-@functools.partial(jax.jit, static_argnames=(*_BINNED, "norm"))
+@functools.partial(kernels.sample_jit, static_argnames=(*_BINNED, "norm"))
 def _ece(probs, labels, weights, ids, edges, flags, *, num_bins, strategy, norm) -> Array:
     count, positives, mass, _ = _tally_bins(probs, labels, weights, ids, edges, num_bins, strategy)
     gap = jnp.where(
