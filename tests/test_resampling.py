@@ -86,6 +86,44 @@ def test_same_key_same_result_and_chunking_does_not_matter(rng):
     assert not np.allclose(a.samples, c.samples)
 
 
+def test_with_a_persistent_cache_small_samples_resample_through_xla_kernels_alike(rng, monkeypatch):
+    """While a persistent compilation cache is in use, a bootstrap on few samples is traced with
+    XLA's own sort, scans and scatter (a program the cache can keep): the resamples and values
+    are those of the host-callback program."""
+    from jaxmetrics._src import kernels, sorting
+
+    scores, labels = binormal(rng, n=300)
+    scores = np.round(scores, 1)  # ties
+    key = jax.random.key(3)
+    runs = {}
+    for cached in (False, True):
+        monkeypatch.setattr(kernels, "persistent_cache_in_use", lambda cached=cached: cached)
+        host_calls = []
+
+        def counted(values, calls=host_calls, host_rank=sorting._host_rank):
+            calls.append(1)
+            return host_rank(values)
+
+        monkeypatch.setattr(sorting, "_host_rank", counted)
+        jax.clear_caches()
+        designs = (("multinomial", None), ("multinomial", labels), ("poisson", None))
+        for sampling, stratify in designs:
+            for metric in (jm.roc_auc, jm.average_precision):
+                result = jm.bootstrap(
+                    metric, scores, labels, key=key, num_resamples=40, sampling=sampling,
+                    stratify=stratify,
+                )  # fmt: skip
+                runs[cached, sampling, stratify is None, metric] = np.asarray(result.samples)
+        # six bootstraps: the host sort runs for each eager estimate, and for each resampling
+        # loop only without the cache (the loop's sort is hoisted: once per compiled call)
+        assert len(host_calls) == (6 if cached else 12), (cached, len(host_calls))
+        monkeypatch.undo()
+    jax.clear_caches()
+    for (cached, *case), samples in runs.items():
+        if cached:
+            np.testing.assert_allclose(samples, runs[(False, *case)], atol=1e-6, err_msg=str(case))
+
+
 def test_auc_interval_agrees_with_an_sklearn_resampling_loop(rng):
     scores, labels = binormal(rng, n=400)
     ours = jm.bootstrap(jm.roc_auc, scores, labels, key=jax.random.key(0), num_resamples=1000)

@@ -129,10 +129,14 @@ def _resampled_body(
     return values.reshape((chunks * size,) + values.shape[2:])
 
 
-_resampled_values = jax.jit(
-    _resampled_body,
-    static_argnums=(0,),
-    static_argnames=("sampling", "chunks", "size", "sample_axis", "num_units"),
+_RESAMPLED_STATIC = dict(
+    static_argnums=(0,), static_argnames=("sampling", "chunks", "size", "sample_axis", "num_units")
+)
+_resampled_values = jax.jit(_resampled_body, **_RESAMPLED_STATIC)
+# the same, free of host callbacks: chosen for small samples while a persistent compilation
+# cache is in use (`kernels.CACHEABLE_SAMPLES`), which can then keep it between runs
+_resampled_values_cacheable = jax.jit(
+    kernels.with_xla_kernels(_resampled_body), **_RESAMPLED_STATIC
 )
 
 
@@ -365,9 +369,11 @@ def bootstrap(
     options = dict(sampling=sampling, size=chunk_size, sample_axis=sample_axis, num_units=num_units)
     if mesh is None:
         chunks, per_call = _calls(num_resamples, chunk_size)
+        cacheable = num_samples <= kernels.CACHEABLE_SAMPLES and kernels.persistent_cache_in_use()
+        resampled = _resampled_values_cacheable if cacheable else _resampled_values
 
         def compute(first: Array) -> Array:
-            return _resampled_values(metric, arrays, design, key, first, chunks=chunks, **options)
+            return resampled(metric, arrays, design, key, first, chunks=chunks, **options)
 
     else:
         if len(mesh.axis_names) != 1:

@@ -111,8 +111,40 @@ def _fast_compile_available() -> bool:
     return True
 
 
+# A bootstrap on at most this many samples runs XLA's own sort and scans while a persistent
+# compilation cache is in use, so that the cache keeps its program (it keeps none with host
+# callbacks): they run about as fast as the host callbacks there (1,000 resamples of the
+# report's ranking panel at 4,000 samples: 0.71 s against 0.73 s; at 8,000 1.5 s against 1.2 s).
+# `jaxmetrics report --demo`, three runs each: warm 8.9 -> 6.9 s, cold unchanged (10.5 s). The
+# single-call programs keep their host callbacks: with XLA's kernels they took 1.3 s longer to
+# compile cold for 0.8 s less warm.
+CACHEABLE_SAMPLES = 1 << 12
+
+
+def persistent_cache_in_use() -> bool:
+    """Whether compiled programs are kept on disk (the command line turns JAX's cache on)."""
+    return bool(jax.config.jax_compilation_cache_dir) and jax.config.jax_enable_compilation_cache
+
+
+def with_xla_kernels(fun):
+    """`fun` traced with XLA's own kernels (no host callback: the persistent cache keeps it)."""
+
+    @functools.wraps(fun)
+    def traced(*args, **kwargs):
+        with without_callbacks():
+            return fun(*args, **kwargs)
+
+    return traced
+
+
+def sample_size(*args, **kwargs) -> int:
+    """The longest last axis of the array arguments (0 without one)."""
+    leaves = jax.tree_util.tree_leaves((args, kwargs))
+    return max((np.shape(x)[-1] for x in leaves if np.ndim(x) > 0), default=0)
+
+
 def sample_jit(fun, **jit_options):
-    """`jax.jit(fun)`, compiled for a fast compile when called on small samples on the CPU.
+    """`jax.jit(fun)`, compiled for a fast compile when called eagerly on small samples on the CPU.
 
     The size is the longest last axis of the array arguments; `FAST_COMPILE_SAMPLES` says
     where the choice changes. Inside a caller's trace the function is inlined and the choice
@@ -124,10 +156,8 @@ def sample_jit(fun, **jit_options):
     def call(*args, **kwargs):
         if not _trace_state_clean():  # inside a caller's trace: inlined (options are refused)
             return optimised(*args, **kwargs)
-        leaves = jax.tree_util.tree_leaves((args, kwargs))
-        size = max((np.shape(x)[-1] for x in leaves if np.ndim(x) > 0), default=0)
-        small = size <= FAST_COMPILE_SAMPLES and jax.default_backend() == "cpu"
-        if small and _fast_compile_available():
+        small = sample_size(*args, **kwargs) <= FAST_COMPILE_SAMPLES
+        if small and jax.default_backend() == "cpu" and _fast_compile_available():
             return fast(*args, **kwargs)
         return optimised(*args, **kwargs)
 
