@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtr
 
-from jaxmetrics._src import validation
+from jaxmetrics._src import kernels, validation
 from jaxmetrics._src.bootstrap import BootstrapResult
 from jaxmetrics._src.delong import z_statistic
 from jaxmetrics._src.typing import Array
@@ -92,15 +92,21 @@ def paired_difference(
     """
     differences = _model_differences(result, first, second)
     confidence = validation.check_probability_level(confidence)
+    estimate = result.estimate[first] - result.estimate[second]
+    return _paired_summary(differences, estimate, (1 - confidence) / 2)
+
+
+@kernels.sample_jit
+def _paired_summary(differences: Array, estimate: Array, alpha: Array) -> PairedDifference:
+    """`PairedDifference` from the resampled differences, in one compiled program (eager jnp
+    operations compiled ten small programs, about 0.3 s of a report's first run)."""
     defined = ~jnp.isnan(differences)
     count = defined.sum(0)
-    alpha = (1 - confidence) / 2
     low = jnp.nanquantile(differences, alpha, axis=0)
     high = jnp.nanquantile(differences, 1 - alpha, axis=0)
     at_most_zero = jnp.where(defined & (differences <= 0), 1, 0).sum(0) / count
     at_least_zero = jnp.where(defined & (differences >= 0), 1, 0).sum(0) / count
     p_value = jnp.minimum(1.0, 2 * jnp.minimum(at_most_zero, at_least_zero))
-    estimate = result.estimate[first] - result.estimate[second]
     return PairedDifference(estimate, low, high, p_value)
 
 
