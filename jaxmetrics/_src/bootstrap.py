@@ -363,7 +363,7 @@ def bootstrap(
         # the whole first array counts: scores [M, n] make every resample cost M sorted passes
         chunk_size = max(1, min(num_resamples, _STEP_BYTES // (4 * arrays[0].size)))
 
-    estimate = _weighted(metric, arrays, jnp.ones(num_samples, jnp.int32))
+    estimate = _weighted(metric, arrays, np.ones(num_samples, np.int32))
     units, num_units = (None, 0) if groups is None else group_units(groups, num_samples)
     design = (stratify, None if units is None else jnp.asarray(units))
     options = dict(sampling=sampling, size=chunk_size, sample_axis=sample_axis, num_units=num_units)

@@ -106,9 +106,10 @@ def evaluate_operating_points(
         "f2": jm.f_beta(counts, beta=2.0),
     }
     rates = {name: numbers(values) for name, values in rates.items()}
-    recall_interval = jm.wilson_interval(tp, tp + fn)  # tp + fn: every positive, never 0
+    # numpy from here on: indexing device arrays compiles one small program per shape
+    recall_interval = np.asarray(jm.wilson_interval(tp, tp + fn))  # tp + fn: never 0
     predicted = tp + fp
-    precision_interval = jm.wilson_interval(tp, np.maximum(predicted, 1))
+    precision_interval = np.asarray(jm.wilson_interval(tp, np.maximum(predicted, 1)))
     points = []
     for i, (rule, threshold) in enumerate(choices):
         precision_wilson = (
@@ -138,7 +139,9 @@ def evaluate_operating_points(
 
 def evaluate_calibration(scores: np.ndarray, labels: np.ndarray, num_bins: int) -> Calibration:
     """Brier, log loss, and the ECE over the very bins of the reliability table."""
-    table = jm.reliability_bins(scores, labels, num_bins=num_bins)
+    bins_on_device = jm.reliability_bins(scores, labels, num_bins=num_bins)
+    # numpy: indexing device arrays compiles one small program per shape
+    table = type(bins_on_device)(*(np.asarray(field) for field in bins_on_device))
     # the nominal edges k / num_bins: the library's float32 edges are these rounded down
     edges = tuple(k / num_bins for k in range(num_bins + 1))
     columns = [numbers(c) for c in (table.mean_predicted, table.fraction_positive, table.low)]
