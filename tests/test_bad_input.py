@@ -337,11 +337,18 @@ def _bad_inputs(case: Case, argument: str, bad: Any, batch: int | None):
     return inputs, where
 
 
+def _bad_arguments_of(case_id: str) -> list[tuple[str, str]]:
+    """(argument, role) of every argument of a case that can hold bad values."""
+    case = CASES[case_id]
+    return [
+        (name, role) for name, role, _ in _arguments(case) if case.bad is None or name in case.bad
+    ]
+
+
 def _bad_arguments():
-    for case_id, case in CASES.items():
-        for name, role, _ in _arguments(case):
-            if case.bad is None or name in case.bad:
-                yield pytest.param(case_id, name, role, id=f"{case_id}-{name}")
+    for case_id in CASES:
+        for name, role in _bad_arguments_of(case_id):
+            yield pytest.param(case_id, name, role, id=f"{case_id}-{name}")
 
 
 @functools.cache
@@ -405,11 +412,6 @@ def _check_closed_over(case_id: str) -> None:
     _assert_same(case.select(case.row(closed, 0)), case.select(case.row(good, 0)), case_id)
     for leaf in jax.tree_util.tree_leaves(case.select(case.row(closed, slice(0, 1)))):
         assert np.shape(leaf)[:1] == (1,), f"{case_id}: the batch axis of size 1 was lost"
-
-
-def _bad_arguments_of(case_id: str) -> list[tuple[str, str]]:
-    """(argument, role) of every argument of a case that can hold bad values."""
-    return [(p.values[1], p.values[2]) for p in _bad_arguments() if p.values[0] == case_id]
 
 
 # One test per function under jit (with (e), which reuses its compilation) and one under vmap,

@@ -24,7 +24,6 @@ hashable Python values.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -61,17 +60,23 @@ def _pad(array: Any, size: int, fill: str | int) -> Any:
     return xp.concatenate([array, tail], axis=-1)
 
 
+def _over_batch(kernel: Callable[..., Any], options: tuple) -> Callable[..., Any]:
+    """The 1-D kernel mapped over the batch axes of (scores, labels, weights); `extra` unmapped."""
+
+    def run(scores, labels, weights, *extra):
+        return validation.map_batch(
+            lambda s, y, w: kernel(s, y, w, *extra, **dict(options)), scores, labels, weights
+        )
+
+    return run
+
+
 @functools.cache
 def _compiled(
     kernel: Callable[..., Any], options: tuple, *, callbacks: bool = True
 ) -> Callable[..., Any]:
-    def run(scores, labels, weights, *extra):
-        with contextlib.nullcontext() if callbacks else kernels.without_callbacks():
-            return validation.map_batch(
-                lambda s, y, w: kernel(s, y, w, *extra, **dict(options)), scores, labels, weights
-            )
-
-    return kernels.sample_jit(run)
+    run = _over_batch(kernel, options)
+    return kernels.sample_jit(run if callbacks else kernels.with_xla_kernels(run))
 
 
 @functools.cache
@@ -86,14 +91,13 @@ def _traced(
     context when tracing (host callbacks, host running sums) are part of the cache key, so a
     function traced under one choice is never reused under the other.
     """
+    run = _over_batch(kernel, options)
 
-    def run(scores, labels, weights, *extra):
+    def with_choices(*arrays):
         with kernels.host_callbacks_set(callbacks), sorting.host_cumulative_set(host_cumulative):
-            return validation.map_batch(
-                lambda s, y, w: kernel(s, y, w, *extra, **dict(options)), scores, labels, weights
-            )
+            return run(*arrays)
 
-    return jax.jit(run)
+    return jax.jit(with_choices)
 
 
 def _trim(result: Any, length: int) -> Any:
