@@ -247,11 +247,11 @@ def test_internal_errors_exit_1_with_one_line(tmp_path):
     script = (
         "import sys\n"
         "from jaxmetrics._src import cli\n"
-        "import jaxmetrics._src.report.command\n"
-        "command = sys.modules['jaxmetrics._src.report.command']\n"
+        "import jaxmetrics._src.report.evaluate\n"
+        "evaluate = sys.modules['jaxmetrics._src.report.evaluate']\n"
         "def broken(*args, **kwargs):\n"
         "    raise RuntimeError('engine failure\\nwith a second line')\n"
-        "command.evaluate = broken\n"
+        "evaluate.evaluate = broken\n"
         "sys.exit(cli.main(sys.argv[1:]))\n"
     )
     result = subprocess.run(
@@ -275,6 +275,30 @@ def test_version():
     result = run("--version")
     assert result.returncode == 0
     assert result.stdout.strip() == f"jaxmetrics {jaxmetrics.__version__}"
+
+
+def test_bad_input_fails_before_jax_starts(tmp_path):
+    """Options, output paths and the file are checked with numpy alone: JAX (0.7 s to import)
+    is never loaded for a run that fails on them, nor for --version."""
+    (tmp_path / "data.csv").write_text("y,s\n1,0.9\n0,1e39\n")
+    script = (
+        "import sys\n"
+        "from jaxmetrics._src import cli\n"
+        "status = cli.main(sys.argv[1:])\n"
+        "assert 'jax' not in sys.modules, 'JAX was imported'\n"
+        "sys.exit(status)\n"
+    )
+    for args in (["report", *SCORE], ["report", *SCORE, "--json", "no/such/dir/out.json"]):
+        result = subprocess.run(
+            [sys.executable, "-c", script, *args],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=environment(JAXMETRICS_NO_CACHE=None),
+            timeout=120,
+        )
+        assert result.returncode == 2, result.stderr
+        assert one_line(result).startswith("jaxmetrics report: error: ")
 
 
 def test_coverage_benchmark_help():

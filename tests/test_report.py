@@ -24,7 +24,8 @@ from sklearn import metrics as sk
 
 import jaxmetrics as jm
 from jaxmetrics._src import cli
-from jaxmetrics._src.report import ReportError, demo_data, evaluate, load_table, plots, render
+from jaxmetrics._src.report import ReportError, demo_data, load_table, plots, render
+from jaxmetrics._src.report.evaluate import evaluate
 
 report_modules = {
     name: sys.modules[f"jaxmetrics._src.report.{name}"]
@@ -518,7 +519,7 @@ def test_bad_input_is_one_line_before_any_work(tmp_path, monkeypatch, capsys, ca
         (tmp_path / "data.csv").write_text(content)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(
-        report_modules["command"], "evaluate", lambda *a, **k: pytest.fail("evaluated")
+        report_modules["evaluate"], "evaluate", lambda *a, **k: pytest.fail("evaluated")
     )
     try:
         status = cli.main(["report", *args, "--no-cache"])

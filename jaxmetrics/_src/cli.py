@@ -167,15 +167,14 @@ def main(argv: list[str] | None = None) -> int:
 
     handles_signals = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, _on_interrupt) if handles_signals else None
+    use_cache = not (args.no_cache or os.environ.get("JAXMETRICS_NO_CACHE", "") not in ("", "0"))
     try:
-        if not (args.no_cache or os.environ.get("JAXMETRICS_NO_CACHE", "") not in ("", "0")):
-            # JAX never caches programs with host callbacks (the CPU sort), so only the others
-            # are kept. Tracing XLA's own kernels instead (`jm.xla_kernels`) would let all be
-            # cached, but on this 2-core CPU `report --demo` then took 18 s cold and 4.9 s warm,
-            # against 12.9 s with callbacks and no cache: a file of a new size compiles afresh,
-            # so the faster compile of the callback kernels is kept.
-            _use_compilation_cache()
-        return report.run(args)
+        # JAX never caches programs with host callbacks (the CPU sort), so only the others
+        # are kept, and the bootstrap of a small sample traces XLA's kernels to be among them
+        # (`kernels.CACHEABLE_SAMPLES`). Tracing XLA's kernels everywhere (`jm.xla_kernels`)
+        # gained nothing: on this 2-core CPU a warm `report --demo` computed in 3.7-4.0 s
+        # against 3.7-3.8 s (2026-12-01), the slower XLA sort spending what the cache saved.
+        return report.run(args, before_jax=_use_compilation_cache if use_cache else None)
     except report.ReportError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
         return 2

@@ -1,13 +1,13 @@
 """`jaxmetrics report`: a whole binary-classifier evaluation for a file of labels and scores.
 
 `read` loads and checks the file (numpy and the standard library only, so bad input fails fast,
-before JAX starts); `evaluate` computes every number with the library's public functions into the
-typed `result.Report`; `render` lays it out as text and `plots` draws it; `command` runs them in
-order and writes the outputs all at once.
+before JAX starts); `evaluate` computes every number with the library's public functions into
+the typed `result.Report` (it imports JAX, so this package leaves it to be imported by name:
+`jaxmetrics._src.report.evaluate`); `render` lays it out as text and `plots` draws it;
+`command` runs them in order and writes the outputs all at once.
 """
 
 from jaxmetrics._src.report.command import run as run
-from jaxmetrics._src.report.evaluate import evaluate as evaluate
 from jaxmetrics._src.report.plots import draw as plots
 from jaxmetrics._src.report.read import ReportError as ReportError
 from jaxmetrics._src.report.read import Table as Table
@@ -22,7 +22,6 @@ __all__ = [
     "ReportError",
     "Table",
     "demo_data",
-    "evaluate",
     "load_table",
     "plots",
     "render",
