@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -296,6 +298,32 @@ def test_the_xla_kernels_give_the_same_results(rng, monkeypatch):
     assert "callback" not in lowered
     for name in expected:
         assert_same(expected[name], forced[name], atol=1e-5)
+
+
+def test_the_package_loads_its_names_on_first_use():
+    """`import jaxmetrics` leaves JAX unloaded; the first public name loads them all."""
+    script = """
+import sys
+import jaxmetrics
+assert "jax" not in sys.modules, "import jaxmetrics imported JAX"
+print(jaxmetrics.__version__)
+from jaxmetrics import *
+assert "jax" in sys.modules and float(roc_auc([0.2, 0.8], [0, 1])) == 1.0
+assert jaxmetrics.losses.__name__ == "jaxmetrics.losses" and "bootstrap" in dir(jaxmetrics)
+import jaxmetrics._api as api
+assert set(api.__all__) <= set(dir(jaxmetrics)) and jaxmetrics.__all__ == api.__all__
+try:
+    jaxmetrics.no_such_metric
+except AttributeError as error:
+    assert "no_such_metric" in str(error)
+else:
+    raise AssertionError("no AttributeError")
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == jm.__version__
 
 
 def test_xla_kernels_refuses_a_non_boolean():
