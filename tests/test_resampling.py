@@ -86,6 +86,55 @@ def test_same_key_same_result_and_chunking_does_not_matter(rng):
     assert not np.allclose(a.samples, c.samples)
 
 
+def test_an_estimate_from_a_padding_slot_equals_the_eager_estimate(rng, monkeypatch):
+    """The report's bootstrap takes the estimate from a padding slot of the last compiled call
+    (a resample of unit weights) instead of an eager call: the same estimate, the same
+    resamples and interval; without padding, or on a mesh, it calls the metric eagerly."""
+    from jaxmetrics._src import bootstrap
+
+    scores, labels = binormal(rng, n=120)
+    scores = np.round(scores, 1)  # ties
+    groups = np.arange(120) // 3
+    eager_calls = []
+
+    def auc_and_ap(s, y, *, sample_weight=None):
+        if not isinstance(s, jax.core.Tracer):
+            eager_calls.append(1)
+        total = jnp.sum(sample_weight) if sample_weight is not None else jnp.size(y)
+        return jnp.stack(
+            [
+                jm.roc_auc(s, y, sample_weight=sample_weight),
+                jm.average_precision(s, y, sample_weight=sample_weight),
+                jnp.asarray(total, jnp.float32),  # unit weights: n
+            ]
+        )
+
+    for num_resamples, chunk_size, padded in ((30, 4, True), (32, 4, False)):
+        for design in ({}, {"groups": groups}, {"sampling": "poisson"}):
+            options = dict(key=jax.random.key(5), num_resamples=num_resamples, **design)
+            eager_calls.clear()
+            public = jm.bootstrap(auc_and_ap, scores, labels, chunk_size=chunk_size, **options)
+            assert eager_calls == [1]
+            eager_calls.clear()
+            slot = bootstrap._bootstrap(
+                auc_and_ap,
+                (scores, labels),
+                chunk_size=chunk_size,
+                estimate_in_program=True,
+                **options,
+            )
+            assert eager_calls == ([] if padded else [1]), (num_resamples, design)
+            for field in jm.BootstrapResult._fields:
+                np.testing.assert_allclose(
+                    np.asarray(getattr(slot, field)),
+                    np.asarray(getattr(public, field)),
+                    atol=1e-6,
+                    err_msg=f"{field} {num_resamples} {design}",
+                )
+    expected = [skm.roc_auc_score(labels, scores), skm.average_precision_score(labels, scores), 120]
+    np.testing.assert_allclose(np.asarray(slot.estimate), expected, atol=1e-6)
+
+
 def test_with_a_persistent_cache_small_samples_resample_through_xla_kernels_alike(rng, monkeypatch):
     """While a persistent compilation cache is in use, a bootstrap on few samples is traced with
     XLA's own sort, scans and scatter (a program the cache can keep): the resamples and values

@@ -91,6 +91,7 @@ def _resampled_body(
     design,
     key,
     first,
+    unit_slot,
     *,
     sampling,
     chunks,
@@ -103,7 +104,9 @@ def _resampled_body(
 
     The loop over steps is compiled (`lax.map`), so XLA hoists work that does not depend on the
     weights (the sort) out of it; data and key are arguments, so nothing is embedded in the
-    program and a second call with the same metric and shapes reuses the compilation.
+    program and a second call with the same metric and shapes reuses the compilation. The
+    resample numbered `unit_slot` (a padding slot past the last resample, or -1 for none) gets
+    every weight 1: its value is the estimate, at no more than a `where` on the weights.
     """
     num_samples = data[0].shape[sample_axis]
     blocks = first + jnp.arange(chunks * size, dtype=jnp.int32).reshape(chunks, size)
@@ -123,6 +126,7 @@ def _resampled_body(
             weights = draw_weights(
                 key, resamples, num_units, sampling=sampling, host_callback=not on_mesh
             )[:, units]
+        weights = jnp.where((resamples == unit_slot)[:, None], 1, weights)
         return jax.vmap(lambda w: _weighted(metric, data, w))(weights)
 
     values = jax.lax.map(step, blocks)
@@ -130,7 +134,8 @@ def _resampled_body(
 
 
 _RESAMPLED_STATIC = dict(
-    static_argnums=(0,), static_argnames=("sampling", "chunks", "size", "sample_axis", "num_units")
+    static_argnums=(0,),
+    static_argnames=("sampling", "chunks", "size", "sample_axis", "num_units"),
 )
 _resampled_values = jax.jit(_resampled_body, **_RESAMPLED_STATIC)
 # the same, free of host callbacks: chosen for small samples while a persistent compilation
@@ -165,6 +170,7 @@ def _sharded_values(
                 design,
                 key,
                 mine,
+                jnp.int32(-1),  # the estimate is computed eagerly
                 sampling=sampling,
                 chunks=chunks,
                 size=size,
@@ -328,6 +334,49 @@ def bootstrap(
       Bootstrap, Chapman & Hall. Robin et al. (2011), "pROC: an open-source package for R and
       S+ to analyze and compare ROC curves", BMC Bioinformatics 12:77 (stratified resampling).
     """
+    return _bootstrap(
+        metric,
+        arrays,
+        key=key,
+        num_resamples=num_resamples,
+        confidence=confidence,
+        method=method,
+        sampling=sampling,
+        stratify=stratify,
+        groups=groups,
+        sample_axis=sample_axis,
+        mesh=mesh,
+        chunk_size=chunk_size,
+        progress=progress,
+    )
+
+
+def _bootstrap(
+    metric: Callable[..., Any],
+    arrays: tuple[ArrayLike, ...],
+    *,
+    key: Array,
+    num_resamples: int = 1000,
+    confidence: float = 0.95,
+    method: BootstrapMethod = "percentile",
+    sampling: Sampling = "multinomial",
+    stratify: ArrayLike | None = None,
+    groups: ArrayLike | None = None,
+    sample_axis: int = -1,
+    mesh: jax.sharding.Mesh | None = None,
+    chunk_size: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    estimate_in_program: bool = False,
+) -> BootstrapResult:
+    """`bootstrap`; with `estimate_in_program`, the estimate is the value of a resample of unit
+    weights put in a padding slot of the last compiled call, instead of an eager call of
+    `metric` (a mesh, or a call without padding, falls back to the eager call, made last).
+
+    The eager call is what raises a metric's own errors on bad input; without it a bad value
+    gives NaN, as under jit. It costs the metric's eager programs: for the report's panel of
+    26 ranking numbers, four programs with host callbacks, which no persistent cache keeps.
+    The report, whose reader has checked its input, skips it.
+    """
     validation.check_option(method, "method", _METHODS)
     validation.check_option(sampling, "sampling", _SAMPLINGS)
     num_resamples = validation.check_count(num_resamples, "num_resamples", minimum=2)
@@ -363,17 +412,28 @@ def bootstrap(
         # the whole first array counts: scores [M, n] make every resample cost M sorted passes
         chunk_size = max(1, min(num_resamples, _STEP_BYTES // (4 * arrays[0].size)))
 
-    estimate = _weighted(metric, arrays, np.ones(num_samples, np.int32))
     units, num_units = (None, 0) if groups is None else group_units(groups, num_samples)
     design = (stratify, None if units is None else jnp.asarray(units))
+    unit_weights = np.ones(num_samples, np.int32)
+    in_program: list[Array] = []  # the estimate, when a compiled call computed it
+    if not estimate_in_program:  # the metric's eager call: its own checks of the input run first
+        in_program.append(_weighted(metric, arrays, unit_weights))
     options = dict(sampling=sampling, size=chunk_size, sample_axis=sample_axis, num_units=num_units)
     if mesh is None:
         chunks, per_call = _calls(num_resamples, chunk_size)
         cacheable = num_samples <= kernels.CACHEABLE_SAMPLES and kernels.persistent_cache_in_use()
         resampled = _resampled_values_cacheable if cacheable else _resampled_values
+        # the last call's padding (computed, then dropped) has room for the estimate
+        padded = -(-num_resamples // per_call) * per_call > num_resamples
+        unit_slot = num_resamples if estimate_in_program and padded else -1
 
         def compute(first: Array) -> Array:
-            return resampled(metric, arrays, design, key, first, chunks=chunks, **options)
+            values = resampled(
+                metric, arrays, design, key, first, np.int32(unit_slot), chunks=chunks, **options
+            )
+            if unit_slot >= 0 and 0 <= unit_slot - int(first) < per_call:
+                in_program.append(values[unit_slot - int(first)])
+            return values
 
     else:
         if len(mesh.axis_names) != 1:
@@ -390,6 +450,7 @@ def bootstrap(
             return jnp.asarray(np.asarray(layouts.replicate(values)))
 
     samples = _in_calls(compute, num_resamples, per_call, progress)
+    estimate = in_program[0] if in_program else _weighted(metric, arrays, unit_weights)
     alpha = (1 - confidence) / 2
     if method == "bca":
         # the jackknife leaves out one resampled unit at a time: a sample, or a whole group
