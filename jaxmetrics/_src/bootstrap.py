@@ -105,8 +105,8 @@ def _resampled_body(
     The loop over steps is compiled (`lax.map`), so XLA hoists work that does not depend on the
     weights (the sort) out of it; data and key are arguments, so nothing is embedded in the
     program and a second call with the same metric and shapes reuses the compilation. The
-    resample numbered `unit_slot` (a padding slot past the last resample, or -1 for none) gets
-    every weight 1: its value is the estimate, at no more than a `where` on the weights.
+    resample numbered `unit_slot` (a padding slot past the last resample; None: none, and no
+    `where` on the weights) gets every weight 1: its value is the estimate.
     """
     num_samples = data[0].shape[sample_axis]
     blocks = first + jnp.arange(chunks * size, dtype=jnp.int32).reshape(chunks, size)
@@ -126,7 +126,8 @@ def _resampled_body(
             weights = draw_weights(
                 key, resamples, num_units, sampling=sampling, host_callback=not on_mesh
             )[:, units]
-        weights = jnp.where((resamples == unit_slot)[:, None], 1, weights)
+        if unit_slot is not None:
+            weights = jnp.where((resamples == unit_slot)[:, None], 1, weights)
         return jax.vmap(lambda w: _weighted(metric, data, w))(weights)
 
     values = jax.lax.map(step, blocks)
@@ -170,7 +171,7 @@ def _sharded_values(
                 design,
                 key,
                 mine,
-                jnp.int32(-1),  # the estimate is computed eagerly
+                None,  # no unit-weight slot: the estimate is computed eagerly
                 sampling=sampling,
                 chunks=chunks,
                 size=size,
@@ -426,11 +427,10 @@ def _bootstrap(
         # the last call's padding (computed, then dropped) has room for the estimate
         padded = -(-num_resamples // per_call) * per_call > num_resamples
         unit_slot = num_resamples if estimate_in_program and padded else -1
+        slot = np.int32(unit_slot) if unit_slot >= 0 else None
 
         def compute(first: Array) -> Array:
-            values = resampled(
-                metric, arrays, design, key, first, np.int32(unit_slot), chunks=chunks, **options
-            )
+            values = resampled(metric, arrays, design, key, first, slot, chunks=chunks, **options)
             if unit_slot >= 0 and 0 <= unit_slot - int(first) < per_call:
                 in_program.append(values[unit_slot - int(first)])
             return values
