@@ -87,9 +87,9 @@ def test_same_key_same_result_and_chunking_does_not_matter(rng):
 
 
 def test_an_estimate_from_a_padding_slot_equals_the_eager_estimate(rng, monkeypatch):
-    """The report's bootstrap takes the estimate from a padding slot of the last compiled call
-    (a resample of unit weights) instead of an eager call: the same estimate, the same
-    resamples and interval; without padding, or on a mesh, it calls the metric eagerly."""
+    """A metric marked `estimate_in_loop` (the report's panel) gets its estimate from a padding
+    slot of the last compiled call (a resample of unit weights) instead of an eager call: the
+    same estimate, the same resamples and interval; without padding it calls the metric."""
     from jaxmetrics._src import bootstrap
 
     scores, labels = binormal(rng, n=120)
@@ -109,6 +109,10 @@ def test_an_estimate_from_a_padding_slot_equals_the_eager_estimate(rng, monkeypa
             ]
         )
 
+    @bootstrap.estimate_in_loop
+    def slotted(s, y, *, sample_weight=None):
+        return auc_and_ap(s, y, sample_weight=sample_weight)
+
     for num_resamples, chunk_size, padded in ((30, 4, True), (32, 4, False)):
         for design in ({}, {"groups": groups}, {"sampling": "poisson"}):
             options = dict(key=jax.random.key(5), num_resamples=num_resamples, **design)
@@ -116,13 +120,7 @@ def test_an_estimate_from_a_padding_slot_equals_the_eager_estimate(rng, monkeypa
             public = jm.bootstrap(auc_and_ap, scores, labels, chunk_size=chunk_size, **options)
             assert eager_calls == [1]
             eager_calls.clear()
-            slot = bootstrap._bootstrap(
-                auc_and_ap,
-                (scores, labels),
-                chunk_size=chunk_size,
-                estimate_in_program=True,
-                **options,
-            )
+            slot = jm.bootstrap(slotted, scores, labels, chunk_size=chunk_size, **options)
             assert eager_calls == ([] if padded else [1]), (num_resamples, design)
             for field in jm.BootstrapResult._fields:
                 np.testing.assert_allclose(

@@ -207,6 +207,22 @@ def _left_out_values(metric, data, units, first, *, chunks, size, sample_axis):
     return values.reshape((chunks * size,) + values.shape[2:])
 
 
+_ESTIMATE_IN_LOOP = "_jaxmetrics_estimate_in_loop"
+
+
+def estimate_in_loop(metric: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a metric whose input its caller has checked (a decorator): `bootstrap` takes its
+    estimate from a padding slot of its last compiled call, a resample of unit weights, instead
+    of an eager call of the metric (without padding, or on a mesh, it still calls it, last).
+
+    The eager call is what raises a metric's own errors on bad input; without it a bad value
+    gives NaN, as under jit. It costs the metric's eager programs: for the report's panel of
+    26 ranking numbers, four programs with host callbacks, which no persistent cache keeps.
+    """
+    setattr(metric, _ESTIMATE_IN_LOOP, True)
+    return metric
+
+
 def _in_calls(compute: Callable[[Array], Array], total: int, per_call: int, progress=None):
     """Concatenate ``compute(first)`` for first = 0, per_call, ...; drop the padding past total."""
     pieces = []
@@ -335,49 +351,6 @@ def bootstrap(
       Bootstrap, Chapman & Hall. Robin et al. (2011), "pROC: an open-source package for R and
       S+ to analyze and compare ROC curves", BMC Bioinformatics 12:77 (stratified resampling).
     """
-    return _bootstrap(
-        metric,
-        arrays,
-        key=key,
-        num_resamples=num_resamples,
-        confidence=confidence,
-        method=method,
-        sampling=sampling,
-        stratify=stratify,
-        groups=groups,
-        sample_axis=sample_axis,
-        mesh=mesh,
-        chunk_size=chunk_size,
-        progress=progress,
-    )
-
-
-def _bootstrap(
-    metric: Callable[..., Any],
-    arrays: tuple[ArrayLike, ...],
-    *,
-    key: Array,
-    num_resamples: int = 1000,
-    confidence: float = 0.95,
-    method: BootstrapMethod = "percentile",
-    sampling: Sampling = "multinomial",
-    stratify: ArrayLike | None = None,
-    groups: ArrayLike | None = None,
-    sample_axis: int = -1,
-    mesh: jax.sharding.Mesh | None = None,
-    chunk_size: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    estimate_in_program: bool = False,
-) -> BootstrapResult:
-    """`bootstrap`; with `estimate_in_program`, the estimate is the value of a resample of unit
-    weights put in a padding slot of the last compiled call, instead of an eager call of
-    `metric` (a mesh, or a call without padding, falls back to the eager call, made last).
-
-    The eager call is what raises a metric's own errors on bad input; without it a bad value
-    gives NaN, as under jit. It costs the metric's eager programs: for the report's panel of
-    26 ranking numbers, four programs with host callbacks, which no persistent cache keeps.
-    The report, whose reader has checked its input, skips it.
-    """
     validation.check_option(method, "method", _METHODS)
     validation.check_option(sampling, "sampling", _SAMPLINGS)
     num_resamples = validation.check_count(num_resamples, "num_resamples", minimum=2)
@@ -417,6 +390,7 @@ def _bootstrap(
     design = (stratify, None if units is None else jnp.asarray(units))
     unit_weights = np.ones(num_samples, np.int32)
     in_program: list[Array] = []  # the estimate, when a compiled call computed it
+    estimate_in_program = getattr(metric, _ESTIMATE_IN_LOOP, False)
     if not estimate_in_program:  # the metric's eager call: its own checks of the input run first
         in_program.append(_weighted(metric, arrays, unit_weights))
     options = dict(sampling=sampling, size=chunk_size, sample_axis=sample_axis, num_units=num_units)
