@@ -133,18 +133,17 @@ def test_an_estimate_from_a_padding_slot_equals_the_eager_estimate(rng, monkeypa
     np.testing.assert_allclose(np.asarray(slot.estimate), expected, atol=1e-6)
 
 
-def test_with_a_persistent_cache_small_samples_resample_through_xla_kernels_alike(rng, monkeypatch):
-    """While a persistent compilation cache is in use, a bootstrap on few samples is traced with
-    XLA's own sort, scans and scatter (a program the cache can keep): the resamples and values
-    are those of the host-callback program."""
-    from jaxmetrics._src import kernels, sorting
+def test_resamples_through_xla_kernels_equal_those_through_host_kernels(rng, monkeypatch):
+    """Under `xla_kernels` (the GPU/TPU path: XLA's own sort, scans and scatter) the bootstrap
+    draws the same resamples and gets the same values as through the CPU's numpy kernels, for
+    plain, stratified and Poisson resampling."""
+    from jaxmetrics._src import sorting
 
     scores, labels = binormal(rng, n=300)
     scores = np.round(scores, 1)  # ties
     key = jax.random.key(3)
     runs = {}
-    for cached in (False, True):
-        monkeypatch.setattr(kernels, "persistent_cache_in_use", lambda cached=cached: cached)
+    for forced in (False, True):
         host_calls = []
 
         def counted(values, calls=host_calls, host_rank=sorting._host_rank):
@@ -152,22 +151,21 @@ def test_with_a_persistent_cache_small_samples_resample_through_xla_kernels_alik
             return host_rank(values)
 
         monkeypatch.setattr(sorting, "_host_rank", counted)
-        jax.clear_caches()
-        designs = (("multinomial", None), ("multinomial", labels), ("poisson", None))
-        for sampling, stratify in designs:
-            for metric in (jm.roc_auc, jm.average_precision):
-                result = jm.bootstrap(
-                    metric, scores, labels, key=key, num_resamples=40, sampling=sampling,
-                    stratify=stratify,
-                )  # fmt: skip
-                runs[cached, sampling, stratify is None, metric] = np.asarray(result.samples)
-        # six bootstraps: the host sort runs for each eager estimate, and for each resampling
-        # loop only without the cache (the loop's sort is hoisted: once per compiled call)
-        assert len(host_calls) == (6 if cached else 12), (cached, len(host_calls))
+        with jm.xla_kernels(forced):
+            designs = (("multinomial", None), ("multinomial", labels), ("poisson", None))
+            for sampling, stratify in designs:
+                for metric in (jm.roc_auc, jm.average_precision):
+                    result = jm.bootstrap(
+                        metric, scores, labels, key=key, num_resamples=40, sampling=sampling,
+                        stratify=stratify,
+                    )  # fmt: skip
+                    runs[forced, sampling, stratify is None, metric] = np.asarray(result.samples)
+        # six bootstraps, each with an eager estimate and a resampling loop whose sort is
+        # hoisted out of the loop (once per compiled call); none under xla_kernels
+        assert len(host_calls) == (0 if forced else 12), (forced, len(host_calls))
         monkeypatch.undo()
-    jax.clear_caches()
-    for (cached, *case), samples in runs.items():
-        if cached:
+    for (forced, *case), samples in runs.items():
+        if forced:
             np.testing.assert_allclose(samples, runs[(False, *case)], atol=1e-6, err_msg=str(case))
 
 

@@ -134,15 +134,10 @@ def _resampled_body(
     return values.reshape((chunks * size,) + values.shape[2:])
 
 
-_RESAMPLED_STATIC = dict(
+_resampled_values = jax.jit(
+    _resampled_body,
     static_argnums=(0,),
     static_argnames=("sampling", "chunks", "size", "sample_axis", "num_units"),
-)
-_resampled_values = jax.jit(_resampled_body, **_RESAMPLED_STATIC)
-# the same, free of host callbacks: chosen for small samples while a persistent compilation
-# cache is in use (`kernels.CACHEABLE_SAMPLES`), which can then keep it between runs
-_resampled_values_cacheable = jax.jit(
-    kernels.with_xla_kernels(_resampled_body), **_RESAMPLED_STATIC
 )
 
 
@@ -396,15 +391,15 @@ def bootstrap(
     options = dict(sampling=sampling, size=chunk_size, sample_axis=sample_axis, num_units=num_units)
     if mesh is None:
         chunks, per_call = _calls(num_resamples, chunk_size)
-        cacheable = num_samples <= kernels.CACHEABLE_SAMPLES and kernels.persistent_cache_in_use()
-        resampled = _resampled_values_cacheable if cacheable else _resampled_values
         # the last call's padding (computed, then dropped) has room for the estimate
         padded = -(-num_resamples // per_call) * per_call > num_resamples
         unit_slot = num_resamples if estimate_in_program and padded else -1
         slot = np.int32(unit_slot) if unit_slot >= 0 else None
 
         def compute(first: Array) -> Array:
-            values = resampled(metric, arrays, design, key, first, slot, chunks=chunks, **options)
+            values = _resampled_values(
+                metric, arrays, design, key, first, slot, chunks=chunks, **options
+            )
             if unit_slot >= 0 and 0 <= unit_slot - int(first) < per_call:
                 in_program.append(values[unit_slot - int(first)])
             return values
@@ -450,8 +445,7 @@ def bootstrap(
 
 @functools.partial(kernels.sample_jit, static_argnames=("method",))
 def _summary(samples, estimate, jackknife, alpha, *, method) -> BootstrapResult:
-    """Interval and standard error from the resampled values, in one compiled program (free of
-    host callbacks, so JAX's persistent cache keeps it between runs of the command line)."""
+    """Interval and standard error from the resampled values, in one compiled program."""
     if method == "bca":
         levels = _bca_levels(samples, estimate, jackknife, alpha)
     else:

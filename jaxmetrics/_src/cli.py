@@ -120,21 +120,25 @@ def _use_compilation_cache() -> bool:
     return True
 
 
-_CALLBACK_FILE = os.path.join("jax", "_src", "callback.py")
+# where numpy runs inside a compiled program: the library's host kernels, JAX's callbacks
+_CALLBACK_FILES = (
+    os.path.join("jaxmetrics", "_src", "host_kernels.py"),
+    os.path.join("jax", "_src", "callback.py"),
+)
 
 
 def _in_host_callback(frame) -> bool:
     while frame is not None:
-        if frame.f_code.co_filename.endswith(_CALLBACK_FILE):
+        if frame.f_code.co_filename.endswith(_CALLBACK_FILES):
             return True
         frame = frame.f_back
     return False
 
 
 def _on_interrupt(number, frame) -> None:
-    """Ctrl-C as KeyboardInterrupt, except inside a JAX host callback (the library's numpy sort
-    and bincount on CPU): JAX would turn it into an internal error with a logged traceback, so
-    the signal is delivered again a moment later, once the callback has returned."""
+    """Ctrl-C as KeyboardInterrupt, except inside a host kernel (the library's numpy sort and
+    bincount on CPU, called from a compiled program): it would become an XLA runtime error, so
+    the signal is delivered again a moment later, once the kernel has returned."""
     if _in_host_callback(frame):
         threading.Timer(0.05, _deliver_again).start()
         return
@@ -169,11 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     previous = signal.signal(signal.SIGINT, _on_interrupt) if handles_signals else None
     use_cache = not (args.no_cache or os.environ.get("JAXMETRICS_NO_CACHE", "") not in ("", "0"))
     try:
-        # JAX never caches programs with host callbacks (the CPU sort), so only the others
-        # are kept, and the bootstrap of a small sample traces XLA's kernels to be among them
-        # (`kernels.CACHEABLE_SAMPLES`). Tracing XLA's kernels everywhere (`jm.xla_kernels`)
-        # gained nothing: on this 2-core CPU a warm `report --demo` computed in 3.7-4.0 s
-        # against 3.7-3.8 s (2026-12-01), the slower XLA sort spending what the cache saved.
+        # JAX's persistent cache keeps every program of the report, the CPU's numpy kernels
+        # included: they are custom calls registered by name (`host_kernels`), not callbacks
         return report.run(args, before_jax=_use_compilation_cache if use_cache else None)
     except report.ReportError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)

@@ -1,11 +1,10 @@
-"""Which kernels the ranking engine traces: numpy host callbacks on CPU, or XLA's own ops.
+"""Which kernels the ranking engine traces: numpy host kernels on CPU, or XLA's own ops.
 
-On the CPU backend three steps run faster as host callbacks to numpy than as XLA programs: the
-sort (with its tie groups), the running sums and maxima, and the bootstrap's bincount. Elsewhere
-(GPU, TPU) XLA's sort, scan and scatter run. `xla_kernels` forces the second branch everywhere:
+On the CPU backend three steps run faster in numpy than as XLA programs: the sort (with its tie
+groups), the running sums and maxima, and the bootstrap's bincount. Compiled programs call them
+as custom calls registered by name (`host_kernels`). Elsewhere (GPU, TPU) XLA's sort, scan and
+scatter run. `xla_kernels` forces the second branch everywhere:
 
-* programs then hold no host callback, so JAX's persistent compilation cache keeps them (it
-  does not keep programs that call back into Python) -- the command line uses it for this;
 * the accelerator branch can be tested on a CPU-only machine;
 * nothing calls back into one process from arrays that span several.
 
@@ -54,10 +53,9 @@ def without_callbacks() -> contextlib.AbstractContextManager[None]:
 def xla_kernels(enabled: bool = True) -> Iterator[None]:
     """Trace jaxmetrics with XLA's own sort, scans and scatters on every backend.
 
-    Inside the block every function is traced without host callbacks to numpy (the CPU backend's
-    fast path), exactly as on a GPU or TPU; results are the same. Use it to let JAX's persistent
-    compilation cache keep the programs (``jax.config.update("jax_compilation_cache_dir", ...)``),
-    or to run the accelerator code path on a CPU. Compiled programs are cleared on entry and exit
+    Inside the block every function is traced without the numpy kernels (the CPU backend's fast
+    path), exactly as on a GPU or TPU; results are the same. Use it to run the accelerator code
+    path on a CPU. Compiled programs are cleared on entry and exit
     (``jax.clear_caches()``) when the choice changes, because a cached trace would otherwise keep
     the other branch.
 
@@ -111,23 +109,8 @@ def _fast_compile_available() -> bool:
     return True
 
 
-# A bootstrap on at most this many samples runs XLA's own sort and scans while a persistent
-# compilation cache is in use, so that the cache keeps its program (it keeps none with host
-# callbacks): they run about as fast as the host callbacks there (1,000 resamples of the
-# report's ranking panel at 4,000 samples: 0.71 s against 0.73 s; at 8,000 1.5 s against 1.2 s).
-# `jaxmetrics report --demo`, three runs each: warm 8.9 -> 6.9 s, cold unchanged (10.5 s). The
-# single-call programs keep their host callbacks: with XLA's kernels they took 1.3 s longer to
-# compile cold for 0.8 s less warm.
-CACHEABLE_SAMPLES = 1 << 12
-
-
-def persistent_cache_in_use() -> bool:
-    """Whether compiled programs are kept on disk (the command line turns JAX's cache on)."""
-    return bool(jax.config.jax_compilation_cache_dir) and jax.config.jax_enable_compilation_cache
-
-
 def with_xla_kernels(fun):
-    """`fun` traced with XLA's own kernels (no host callback: the persistent cache keeps it)."""
+    """`fun` traced with XLA's own kernels (no host kernel, as on a GPU or TPU)."""
 
     @functools.wraps(fun)
     def traced(*args, **kwargs):

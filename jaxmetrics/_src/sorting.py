@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src import kernels
+from jaxmetrics._src import host_kernels, kernels
 
 Array = jax.Array
 
@@ -108,6 +108,15 @@ def _host_rank(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order.astype(np.int32), group_start.astype(np.int32), group_stop.astype(np.int32)
 
 
+def _rank_into(scores: np.ndarray, *, out: list[np.ndarray]) -> None:
+    for target, value in zip(out, _host_rank(scores)):
+        target[...] = value
+
+
+# looked up on every call (`host_kernels.register`): a test may replace `_host_rank`
+host_kernels.register("rank", lambda: _rank_into)
+
+
 def _device_rank(scores: Array) -> tuple[Array, Array, Array]:
     order = jnp.argsort(scores, axis=-1).astype(jnp.int32)
     ordered = jnp.take_along_axis(scores, order, axis=-1)
@@ -135,7 +144,7 @@ def _rank_indices(scores: Array) -> tuple[Array, Array, Array]:
 
     def on_cpu(values: Array) -> tuple[Array, Array, Array]:
         result = (jax.ShapeDtypeStruct(values.shape, jnp.int32),) * 3
-        return jax.pure_callback(_host_rank, result, values, vmap_method="expand_dims")
+        return host_kernels.call("rank", result, values)
 
     return jax.lax.platform_dependent(scores, cpu=on_cpu, default=_device_rank)
 
@@ -236,6 +245,17 @@ def _host_cumulative(values: np.ndarray, *, op: str) -> np.ndarray:
     return np.cumsum(values, axis=-1, dtype=np.float64).astype(values.dtype)
 
 
+def _cumulative_into(op: str):
+    def kernel(values: np.ndarray, *, out: list[np.ndarray]) -> None:
+        out[0][...] = _host_cumulative(values, op=op)
+
+    return kernel
+
+
+for _op in ("sum", "max"):
+    host_kernels.register(f"cumulative_{_op}", functools.partial(_cumulative_into, _op))
+
+
 # Per-step host callbacks from several emulated CPU devices inside `shard_map` starve XLA's
 # thread pool (seen to hang), so code traced for a mesh turns the running sums back to XLA's.
 _device_cumulative_only = contextvars.ContextVar("device_cumulative_only", default=False)
@@ -274,9 +294,7 @@ def cumulative(values: Array, *, op: str = "sum") -> Array:
 
     def on_cpu(values: Array) -> Array:
         result = jax.ShapeDtypeStruct(values.shape, values.dtype)
-        return jax.pure_callback(
-            functools.partial(_host_cumulative, op=op), result, values, vmap_method="expand_dims"
-        )
+        return host_kernels.call(f"cumulative_{op}", (result,), values)[0]
 
     return jax.lax.platform_dependent(
         values, cpu=on_cpu, default=functools.partial(_device_cumulative, op=op)
