@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtr, ndtri
 
-from jaxmetrics._src import kernels, layouts, recipe, sorting, validation
+from jaxmetrics._src import kernels, layouts, programs, recipe, sorting, validation
 from jaxmetrics._src.resampling import check_key, draw_weights, group_units, resample_weights
 from jaxmetrics._src.typing import Array, ArrayLike, BootstrapMethod, Sampling, options_of
 
@@ -134,7 +134,7 @@ def _resampled_body(
     return values.reshape((chunks * size,) + values.shape[2:])
 
 
-_resampled_values = jax.jit(
+_resampled_values = programs.jit(
     _resampled_body,
     static_argnums=(0,),
     static_argnames=("sampling", "chunks", "size", "sample_axis", "num_units"),

@@ -99,20 +99,30 @@ def cache_directory() -> Path:
     return root / "jaxmetrics" / "jax"
 
 
-def _use_compilation_cache() -> bool:
-    """Keep every compiled program on disk, so a second run skips most of XLA's compile time.
-
-    Returns whether a cache is in use."""
-    import jax
-
-    if jax.config.jax_compilation_cache_dir:  # the user chose a cache (JAX_COMPILATION_CACHE_DIR)
-        return True
-    directory = cache_directory()
+def _writable(directory: Path) -> bool:
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError:
         return False  # no writable cache: run without one rather than fail
-    if not os.access(directory, os.W_OK):
+    return os.access(directory, os.W_OK)
+
+
+def _use_compilation_cache() -> bool:
+    """Keep every compiled program on disk, so a second run skips tracing and compiling.
+
+    Two caches, beside each other: jaxmetrics' own (`programs`), which finds a program
+    without tracing it, and JAX's, for the programs jaxmetrics' cannot keep. Returns whether a
+    cache is in use."""
+    import jax
+
+    from jaxmetrics._src import programs
+
+    directory = cache_directory()
+    if _writable(directory.parent / "programs"):
+        programs.use(directory.parent / "programs")
+    if jax.config.jax_compilation_cache_dir:  # the user chose a cache (JAX_COMPILATION_CACHE_DIR)
+        return True
+    if not _writable(directory):
         return False
     jax.config.update("jax_compilation_cache_dir", str(directory))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)

@@ -21,6 +21,8 @@ from collections.abc import Iterator
 import jax
 import numpy as np
 
+from jaxmetrics._src import programs
+
 _host_callbacks = contextvars.ContextVar("jaxmetrics_host_callbacks", default=True)
 
 
@@ -81,12 +83,7 @@ def xla_kernels(enabled: bool = True) -> Iterator[None]:
             jax.clear_caches()
 
 
-try:  # whether no trace is under way (JAX has no public test; without it, never the options)
-    from jax._src.core import trace_state_clean as _trace_state_clean
-except ImportError:  # pragma: no cover
-
-    def _trace_state_clean() -> bool:
-        return False
+_trace_state_clean = programs.trace_state_clean
 
 
 # Eager programs on at most this many samples are compiled for a fast compile rather than fast
@@ -133,8 +130,8 @@ def sample_jit(fun, **jit_options):
     where the choice changes. Inside a caller's trace the function is inlined and the choice
     means nothing. For programs that run once per call, never for a loop of many evaluations.
     """
-    optimised = jax.jit(fun, **jit_options)
-    fast = jax.jit(fun, compiler_options=_FAST_COMPILE, **jit_options)
+    optimised = programs.jit(fun, **jit_options)
+    fast = programs.jit(fun, compiler_options=_FAST_COMPILE, **jit_options)
 
     def call(*args, **kwargs):
         if not _trace_state_clean():  # inside a caller's trace: inlined (options are refused)

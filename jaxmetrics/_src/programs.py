@@ -1,0 +1,285 @@
+"""Compiled programs kept on disk and found again without tracing (the command line's warm start).
+
+JAX's persistent compilation cache saves the compile, but finding an entry needs the program's
+text, so every run still traces and lowers every program: 1.3 s of a warm `jaxmetrics report
+--demo` that computes for under one. Here a jitted jaxmetrics function is looked up by a key made
+without tracing: its name, its static arguments, the shapes and types of its arrays, the choices
+read when tracing (host or XLA kernels, JAX's tracing configuration), and a fingerprint of
+everything the program could depend on (the source of jaxmetrics, the versions of JAX and
+jaxlib, the backend, the XLA flags, the CPU). A hit loads the serialized executable and runs it;
+a miss traces and compiles as usual, then saves it.
+
+Only functions of jaxmetrics are kept, and only when every static argument has a stable
+description (numbers, strings, tuples, jaxmetrics functions whose closures hold such values), so
+the key always says everything the trace reads: a user's function, a lambda or a partial is never
+saved. Off unless `use` names a directory (the command line does, beside JAX's cache).
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import hashlib
+import os
+import pickle
+import platform
+import sys
+import tempfile
+import types
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jaxlib
+import numpy as np
+
+_directory: str | None = None
+_PERSISTENT: weakref.WeakSet[Persistent] = weakref.WeakSet()
+
+
+def use(directory: str | os.PathLike | None) -> None:
+    """Keep compiled programs in `directory` (created when needed); None: keep none. Programs
+    loaded from the previous directory are forgotten."""
+    global _directory
+    _directory = None if directory is None else os.fspath(directory)
+    for function in _PERSISTENT:
+        function.loaded.clear()
+
+
+def in_use() -> bool:
+    return _directory is not None
+
+
+class _Unstable(Exception):
+    """A value whose description would not identify the program it makes."""
+
+
+_PLAIN = (type(None), bool, int, float, complex, str, bytes)
+
+
+def describe(value: Any) -> str:
+    """A description of a static value that is the same in every process, or `_Unstable`."""
+    if isinstance(value, _PLAIN):
+        return f"{type(value).__name__}:{value!r}"
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__module__}.{type(value).__qualname__}.{value.name}"
+    if isinstance(value, np.dtype | np.generic):
+        return f"np:{value!r}"
+    if isinstance(value, dict):
+        return f"dict({','.join(describe(item) for item in sorted(value.items()))})"
+    if isinstance(value, tuple | list | frozenset):
+        items = map(describe, value)
+        if isinstance(value, frozenset):
+            items = sorted(items)
+        return f"{type(value).__name__}({','.join(items)})"
+    if isinstance(value, types.FunctionType):
+        return _describe_function(value)
+    if isinstance(value, functools.partial):  # e.g. a metric with a fixed option
+        return f"partial({describe(value.func)},{describe(value.args)},{describe(value.keywords)})"
+    if isinstance(value, type) and value.__module__.startswith("jaxmetrics."):
+        return f"class:{value.__module__}.{value.__qualname__}"
+    raise _Unstable(type(value).__name__)
+
+
+def _describe_function(function: types.FunctionType) -> str:
+    module = function.__module__ or ""
+    code = function.__code__
+    if not module.startswith("jaxmetrics.") or "<lambda>" in code.co_qualname:
+        raise _Unstable(f"{module}.{code.co_qualname}")
+    # the code's own name and line, not `__qualname__` (which `functools.wraps` overwrites),
+    # and whatever the closure holds (a decorator's wrapped function, its options)
+    cells = [describe(cell.cell_contents) for cell in function.__closure__ or ()]
+    defaults = describe(function.__defaults__ or ())
+    keyword_defaults = describe(tuple(sorted((function.__kwdefaults__ or {}).items())))
+    return (
+        f"fn:{module}.{code.co_qualname}@{code.co_firstlineno}"
+        f"[{','.join(cells)}]{defaults}{keyword_defaults}"
+    )
+
+
+@functools.cache
+def _fingerprint() -> str:
+    """What every program depends on besides its key: jaxmetrics' source, JAX, XLA, the CPU."""
+    digest = hashlib.sha256()
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for root, dirs, files in os.walk(package):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(root, name)
+                digest.update(os.path.relpath(path, package).encode())
+                with open(path, "rb") as file:
+                    digest.update(file.read())
+    backend = jax.extend.backend.get_backend() if hasattr(jax, "extend") else None
+    parts = [
+        jax.__version__,
+        jaxlib.__version__,
+        np.__version__,
+        sys.version,
+        platform.machine(),
+        os.environ.get("XLA_FLAGS", ""),
+        "" if backend is None else f"{backend.platform}:{backend.platform_version}",
+        _cpu_flags(),
+    ]
+    digest.update("\n".join(parts).encode())
+    return digest.hexdigest()
+
+
+def _cpu_flags() -> str:
+    """The CPU's feature flags (an executable compiled for one CPU may not run on another)."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as file:
+            for line in file:
+                if line.startswith(("flags", "Features")):
+                    return line.strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _tracing_choices() -> str:
+    """The configuration JAX reads when tracing (x64, promotion rules, ...) and the kernel
+    choices jaxmetrics reads (`kernels.host_callbacks`, `sorting.host_cumulative`)."""
+    from jax._src import config
+
+    from jaxmetrics._src import kernels, sorting
+
+    values = []
+    for value in config.trace_context():
+        try:
+            values.append(describe(value))
+        except _Unstable:
+            values.append("?")  # an object (the axis environment): empty outside any trace
+    values.append(f"{kernels.host_callbacks()}/{sorting.host_cumulative()}")
+    return ";".join(values)
+
+
+def _aval(leaf: Any) -> str:
+    aval = jax.typeof(leaf)
+    return f"{aval.str_short()}{'~' if getattr(aval, 'weak_type', False) else ''}"
+
+
+class Persistent:
+    """A `jax.jit`-ed jaxmetrics function whose compiled programs `use` keeps on disk."""
+
+    def __init__(
+        self,
+        jitted: Callable[..., Any],
+        name: str,
+        static_argnums: Sequence[int] = (),
+        static_argnames: Sequence[str] = (),
+    ):
+        self.jitted = jitted
+        self.name = name
+        self.static_argnums = frozenset(static_argnums)
+        self.static_argnames = frozenset(static_argnames)
+        self.loaded: dict[str, Any] = {}  # key -> compiled program, in this process
+        functools.update_wrapper(self, jitted)
+        _PERSISTENT.add(self)
+
+    def __getattr__(self, name: str) -> Any:  # lower, eval_shape, _cache_size, ...
+        return getattr(self.jitted, name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if (
+            _directory is None
+            or not trace_state_clean()
+            or jax.config.jax_disable_jit
+            or jax.device_count() != 1
+        ):
+            return self.jitted(*args, **kwargs)
+        try:
+            key, dynamic_args, dynamic_kwargs = self._key(args, kwargs)
+        except (_Unstable, TypeError, ValueError):  # (jit itself raises the clear error)
+            return self.jitted(*args, **kwargs)
+        compiled = self.loaded.get(key)
+        if compiled is None:
+            compiled = _load(key) or _compile_and_save(self.jitted, key, args, kwargs)
+            self.loaded[key] = compiled
+        return compiled(*dynamic_args, **dynamic_kwargs)
+
+    def _key(self, args: tuple, kwargs: dict) -> tuple[str, list, dict]:
+        static, dynamic_args, dynamic_kwargs = [self.name], [], {}
+        for i, arg in enumerate(args):
+            if i in self.static_argnums:
+                static.append(f"{i}={describe(arg)}")
+            else:
+                dynamic_args.append(arg)
+        for name in sorted(kwargs):
+            if name in self.static_argnames:
+                static.append(f"{name}={describe(kwargs[name])}")
+            else:
+                dynamic_kwargs[name] = kwargs[name]
+        leaves, tree = jax.tree_util.tree_flatten((dynamic_args, dynamic_kwargs))
+        if any(isinstance(leaf, jax.Array) and not leaf.is_fully_addressable for leaf in leaves):
+            raise _Unstable("an array spread over processes")
+        text = "\n".join(
+            [*static, str(tree), *map(_aval, leaves), _tracing_choices(), _fingerprint()]
+        )
+        return hashlib.sha256(text.encode()).hexdigest(), dynamic_args, dynamic_kwargs
+
+
+def jit(fun: Callable[..., Any], **jit_options: Any) -> Callable[..., Any]:
+    """`jax.jit(fun, **jit_options)`, its programs kept on disk while `use` names a directory.
+
+    A function without a stable description (see `describe`) is returned jitted, never kept.
+    """
+    jitted = jax.jit(fun, **jit_options)
+    try:
+        name = f"{describe(fun)}|{describe(jit_options)}"
+    except _Unstable:
+        return jitted
+    static_argnums = jit_options.get("static_argnums", ())
+    static_argnames = jit_options.get("static_argnames", ())
+    return Persistent(
+        jitted,
+        name,
+        (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums),
+        (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames),
+    )
+
+
+try:  # whether no trace is under way (JAX has no public test; without it, never kept)
+    from jax._src.core import trace_state_clean
+except ImportError:  # pragma: no cover
+
+    def trace_state_clean() -> bool:
+        return False
+
+
+def _path(key: str) -> str:
+    assert _directory is not None
+    return os.path.join(_directory, f"{key}.program")
+
+
+def _load(key: str) -> Any | None:
+    """The compiled program saved under `key`, or None (missing, unreadable, from elsewhere)."""
+    from jax.experimental import serialize_executable
+
+    try:
+        with open(_path(key), "rb") as file:
+            serialized, in_tree, out_tree = pickle.load(file)
+        return serialize_executable.deserialize_and_load(serialized, in_tree, out_tree)
+    except Exception:  # noqa: BLE001 (any damage: compile again and overwrite)
+        return None
+
+
+def _compile_and_save(jitted: Callable[..., Any], key: str, args: tuple, kwargs: dict) -> Any:
+    from jax.experimental import serialize_executable
+
+    compiled = jitted.lower(*args, **kwargs).compile()
+    temporary = None
+    try:
+        payload = pickle.dumps(serialize_executable.serialize(compiled))
+        os.makedirs(_directory, exist_ok=True)
+        # written whole, then renamed: a reader never sees half a file
+        handle, temporary = tempfile.mkstemp(dir=_directory, suffix=".partial")
+        with os.fdopen(handle, "wb") as file:
+            file.write(payload)
+        os.replace(temporary, _path(key))
+    except Exception:  # noqa: BLE001 (not serializable, a full disk: run without saving)
+        if temporary is not None and os.path.exists(temporary):
+            os.remove(temporary)
+    return compiled
+

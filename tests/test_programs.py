@@ -1,0 +1,132 @@
+"""Compiled programs kept on disk and found again without tracing (`programs`, the command
+line's warm start): what identifies a program, that a second process runs the saved ones to the
+same numbers, and that damaged or foreign entries are compiled again."""
+
+import functools
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import sklearn.metrics as skm
+
+import jaxmetrics as jm
+from jaxmetrics._src import bootstrap, kernels, programs
+
+
+@pytest.fixture
+def program_directory(tmp_path):
+    programs.use(tmp_path / "programs")
+    try:
+        yield tmp_path / "programs"
+    finally:
+        programs.use(None)
+
+
+def _mine(scores, labels, *, sample_weight=None):  # a user's metric: never saved
+    return jm.roc_auc(scores, labels, sample_weight=sample_weight)
+
+
+def test_descriptions_identify_values_and_refuse_what_they_cannot():
+    describe = programs.describe
+    assert len({describe(1), describe(1.0), describe(True), describe("1"), describe((1,))}) == 5
+    assert describe((0.1, "macro", None)) == describe((0.1, "macro", None))
+    assert describe(jm.roc_auc).startswith("fn:jaxmetrics.")
+    # a decorator's wrapper carries the wrapped function's name (`functools.wraps`), not its code
+    wrapped = kernels.with_xla_kernels(jm.roc_auc)
+    assert wrapped.__qualname__ == jm.roc_auc.__qualname__
+    assert describe(wrapped) != describe(jm.roc_auc)
+    assert describe(functools.partial(jm.roc_auc, max_fpr=0.1)) != describe(
+        functools.partial(jm.roc_auc, max_fpr=0.2)
+    )
+    for unstable in (_mine, lambda x: x, functools.partial(_mine), object(), np.ones(3)):
+        with pytest.raises(programs._Unstable):
+            describe(unstable)
+    # so a bootstrap of a user's metric is never saved: its key cannot be made
+    assert isinstance(bootstrap._resampled_values, programs.Persistent)
+    with pytest.raises(programs._Unstable):
+        bootstrap._resampled_values._key((_mine, ()), {})
+
+
+def _files(directory):
+    return sorted(p.name for p in directory.iterdir() if p.suffix == ".program")
+
+
+def test_the_key_tells_shapes_and_kernel_choices_apart(rng, program_directory):
+    scores, labels = rng.normal(size=110), rng.random(110) < 0.4
+    expected = skm.roc_auc_score(labels, scores)
+    assert float(jm.roc_auc(scores, labels)) == pytest.approx(expected, rel=1e-6)
+    first = _files(program_directory)
+    assert first  # the eager call's program was saved
+    assert float(jm.roc_auc(scores[:100], labels[:100])) == pytest.approx(
+        skm.roc_auc_score(labels[:100], scores[:100]), rel=1e-6
+    )
+    assert _files(program_directory) == first  # 100 and 110 samples share a padded length
+    assert float(jm.roc_auc(scores[:40], labels[:40])) == pytest.approx(
+        skm.roc_auc_score(labels[:40], scores[:40]), rel=1e-6
+    )
+    second = _files(program_directory)
+    assert len(second) > len(first)  # another length, another program
+    with jm.xla_kernels():
+        assert float(jm.roc_auc(scores, labels)) == pytest.approx(expected, rel=1e-6)
+    assert len(_files(program_directory)) > len(second)  # XLA's kernels: another program
+
+
+def test_a_damaged_program_is_compiled_again(rng, program_directory):
+    scores, labels = rng.normal(size=60), rng.random(60) < 0.5
+    expected = skm.average_precision_score(labels, scores)
+    assert float(jm.average_precision(scores, labels)) == pytest.approx(expected, rel=1e-6)
+    saved = _files(program_directory)
+    for name in saved:
+        (program_directory / name).write_bytes(b"not a program")
+    programs.use(program_directory)  # forget what this process loaded
+    assert float(jm.average_precision(scores, labels)) == pytest.approx(expected, rel=1e-6)
+    assert _files(program_directory) == saved
+    assert all((program_directory / name).stat().st_size > 100 for name in saved)  # rewritten
+    assert not [p for p in program_directory.iterdir() if p.suffix == ".partial"]
+
+
+_RUN = """
+import collections, json, sys
+import jax, jax.monitoring, numpy as np
+import jaxmetrics as jm
+from jaxmetrics._src import programs
+programs.use(sys.argv[1])
+traced = collections.Counter()
+def listen(event, duration, **kw):
+    if event.endswith("jaxpr_trace_duration"):
+        traced[kw.get("fun_name", "?")] += 1
+jax.monitoring.register_event_duration_secs_listener(listen)
+rng = np.random.default_rng(0)
+scores, labels = np.round(rng.normal(size=(2, 300)), 1), rng.random(300) < 0.3
+values = [float(jm.roc_auc(scores[0], labels)), float(jm.average_precision(scores[0], labels))]
+values += np.asarray(jm.roc_curve(scores[0], labels).tpr).tolist()
+values += np.asarray(jm.delong(scores, labels).variance).ravel().tolist()
+boot = jm.bootstrap(jm.roc_auc, scores[0], labels, key=jax.random.key(1), num_resamples=50)
+values += np.asarray(boot.samples).tolist() + [float(boot.low), float(boot.high)]
+print(json.dumps({"values": values, "traced": dict(traced)}))
+"""
+
+
+def test_a_second_process_runs_the_saved_programs_without_tracing(tmp_path):
+    runs = []
+    for _ in range(2):
+        result = subprocess.run(
+            [sys.executable, "-c", _RUN, str(tmp_path / "programs")],
+            capture_output=True, text=True, timeout=300, env={**os.environ},
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        runs.append(json.loads(result.stdout.strip().splitlines()[-1]))
+    first, second = runs
+    kept = ("run", "_resampled_body", "_delong_fields", "_summary")
+    assert all(first["traced"].get(name, 0) > 0 for name in kept), first["traced"]
+    assert not any(second["traced"].get(name, 0) for name in kept), second["traced"]
+    assert second["values"] == first["values"]
+    rng = np.random.default_rng(0)
+    scores, labels = np.round(rng.normal(size=(2, 300)), 1), rng.random(300) < 0.3
+    np.testing.assert_allclose(first["values"][0], skm.roc_auc_score(labels, scores[0]), rtol=1e-6)
+    np.testing.assert_allclose(
+        first["values"][1], skm.average_precision_score(labels, scores[0]), rtol=1e-6
+    )
