@@ -282,4 +282,3 @@ def _compile_and_save(jitted: Callable[..., Any], key: str, args: tuple, kwargs:
         if temporary is not None and os.path.exists(temporary):
             os.remove(temporary)
     return compiled
-
