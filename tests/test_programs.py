@@ -130,3 +130,46 @@ def test_a_second_process_runs_the_saved_programs_without_tracing(tmp_path):
     np.testing.assert_allclose(
         first["values"][1], skm.average_precision_score(labels, scores[0]), rtol=1e-6
     )
+
+
+_BOTH_CACHES = """
+import sys
+import jax, numpy as np
+import jaxmetrics as jm
+from jaxmetrics._src import programs
+jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+if sys.argv[2] == "unguarded":  # what an older version did: save them anyway
+    programs._listen_for_jax_cache_hits = lambda: None
+if sys.argv[2] in ("both", "unguarded"):
+    programs.use(sys.argv[3])
+rng = np.random.default_rng(0)
+scores, labels = rng.random(500), rng.random(500) < 0.3
+counts = jm.confusion_counts(scores, labels, 0.5)
+print(float(jm.accuracy(counts)), float(jm.precision(counts)), float(jm.roc_auc(scores, labels)))
+"""
+
+
+def test_programs_from_jax_cache_are_not_saved_again(tmp_path):
+    """An executable JAX loaded from its own persistent cache and that was serialized again
+    failed on its next load ("Function ... not found", JAX 0.10.2, CPU): such programs are
+    never saved, and a run with both caches gives the same numbers as one with JAX's alone."""
+    jax_cache, kept = tmp_path / "jax", tmp_path / "programs"
+
+    def run(mode):
+        result = subprocess.run(
+            [sys.executable, "-c", _BOTH_CACHES, str(jax_cache), mode, str(kept)],
+            capture_output=True, text=True, timeout=300, env={**os.environ},
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        return result.stdout.strip().splitlines()[-1]
+
+    expected = run("jax")  # fills JAX's cache only
+    assert run("both") == expected  # every program comes from JAX's cache: none is kept
+    assert not kept.exists() or not _files(kept)
+    assert run("both") == expected
+    # saved anyway, they load but fail to run: each is compiled again on its first call
+    assert run("unguarded") == expected
+    assert _files(kept)
+    assert run("both") == expected

@@ -582,3 +582,55 @@ def test_cluster_option_resamples_whole_groups_and_drops_delong(tmp_path, two_mo
     assert auc_c["low"] == pytest.approx(auc_s["low"], rel=1e-5)
     assert auc_c["high"] == pytest.approx(auc_s["high"], rel=1e-5)
     assert auc_c["delong_low"] is None and auc_s["delong_low"] is not None
+
+
+def _demo_table_and_metadata(two_models, resamples):
+    path, *_ = two_models
+    table = load_table(path, "outcome", ["model_a", "model_b"])
+    metadata = report_modules["result"].Metadata(
+        str(path), "outcome", ("model_a", "model_b"), None, 0.5, None, None, resamples, 0, None,
+        10, "test",
+    )  # fmt: skip
+    return table, metadata
+
+
+def test_an_error_of_the_ranking_thread_reaches_the_caller(two_models, monkeypatch):
+    """The bootstrap runs on a thread of its own (`evaluate`): what it raises, `evaluate`
+    raises, with the same exception."""
+    module = sys.modules["jaxmetrics._src.report.evaluate"]
+    failure = RuntimeError("the ranking failed")
+
+    def broken(*args, **kwargs):
+        raise failure
+
+    monkeypatch.setattr(module, "evaluate_ranking", broken)
+    with pytest.raises(RuntimeError) as caught:
+        evaluate(*_demo_table_and_metadata(two_models, 20))
+    assert caught.value is failure
+
+
+def test_an_error_of_the_main_thread_stops_the_ranking_thread(two_models, monkeypatch):
+    """A failure (or Ctrl-C) while the other numbers are computed stops the bootstrap at its
+    next step instead of leaving it running."""
+    import threading
+
+    module = sys.modules["jaxmetrics._src.report.evaluate"]
+    started = threading.Event()
+    ranking = module.evaluate_ranking
+
+    def slow_ranking(*args, **kwargs):
+        started.set()
+        return ranking(*args, **kwargs)
+
+    def broken(*args, **kwargs):
+        started.wait(60)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "evaluate_ranking", slow_ranking)
+    monkeypatch.setattr(module, "evaluate_curves", broken)
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(*_demo_table_and_metadata(two_models, 1_000_000))
+    threads = [t for t in threading.enumerate() if t.name == "jaxmetrics-ranking"]
+    for thread in threads:
+        thread.join(15)  # a million resamples take minutes: it stops after one call
+        assert not thread.is_alive()

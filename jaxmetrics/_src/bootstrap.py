@@ -219,13 +219,25 @@ def estimate_in_loop(metric: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _in_calls(compute: Callable[[Array], Array], total: int, per_call: int, progress=None):
-    """Concatenate ``compute(first)`` for first = 0, per_call, ...; drop the padding past total."""
+    """Concatenate ``compute(first)`` for first = 0, per_call, ...; drop the padding past total.
+
+    On the CPU the pieces are sliced and joined in numpy: slicing and joining device arrays
+    compiles a small program for every shape."""
     pieces = []
     for first in range(0, total, per_call):
-        pieces.append(compute(jnp.asarray(first, jnp.int32))[: total - first])
+        pieces.append(_on_host(compute(np.int32(first)))[: total - first])
         if progress is not None:
             progress(min(first + per_call, total), total)
+    if all(isinstance(piece, np.ndarray) for piece in pieces):
+        return validation.to_device(np.concatenate(pieces, axis=0))
     return jnp.concatenate(pieces, axis=0)
+
+
+def _on_host(values: Array) -> Array | np.ndarray:
+    """Concrete values on the CPU as numpy (for slicing without compiling), else unchanged."""
+    if jax.default_backend() == "cpu" and validation.is_concrete(values):
+        return np.asarray(values)
+    return values
 
 
 def _nan_quantile(samples: Array, q: Array) -> Array:
@@ -401,7 +413,8 @@ def bootstrap(
                 metric, arrays, design, key, first, slot, chunks=chunks, **options
             )
             if unit_slot >= 0 and 0 <= unit_slot - int(first) < per_call:
-                in_program.append(values[unit_slot - int(first)])
+                # read on the host where it can: indexing a device array compiles a program
+                in_program.append(validation.to_device(_on_host(values)[unit_slot - first]))
             return values
 
     else:

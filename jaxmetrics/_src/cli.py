@@ -93,40 +93,34 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
 
 
 def cache_directory() -> Path:
-    """Where compiled code is kept: $XDG_CACHE_HOME/jaxmetrics/jax, or ~/.cache/jaxmetrics/jax."""
+    """Where compiled programs are kept: $XDG_CACHE_HOME/jaxmetrics/programs, or
+    ~/.cache/jaxmetrics/programs."""
     base = os.environ.get("XDG_CACHE_HOME", "")
     root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
-    return root / "jaxmetrics" / "jax"
-
-
-def _writable(directory: Path) -> bool:
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return False  # no writable cache: run without one rather than fail
-    return os.access(directory, os.W_OK)
+    return root / "jaxmetrics" / "programs"
 
 
 def _use_compilation_cache() -> bool:
-    """Keep every compiled program on disk, so a second run skips tracing and compiling.
+    """Keep every compiled program on disk, so a second run neither traces nor compiles it.
 
-    Two caches, beside each other: jaxmetrics' own (`programs`), which finds a program
-    without tracing it, and JAX's, for the programs jaxmetrics' cannot keep. Returns whether a
-    cache is in use."""
+    jaxmetrics' own cache (`programs`) finds a program without tracing it. JAX's persistent
+    cache stays off beside it: an executable that JAX had loaded from its cache, serialized
+    again, did not run. A cache the user chose (JAX_COMPILATION_CACHE_DIR) is the only one.
+    Returns whether a cache is in use."""
     import jax
 
     from jaxmetrics._src import programs
 
-    directory = cache_directory()
-    if _writable(directory.parent / "programs"):
-        programs.use(directory.parent / "programs")
-    if jax.config.jax_compilation_cache_dir:  # the user chose a cache (JAX_COMPILATION_CACHE_DIR)
+    if jax.config.jax_compilation_cache_dir:  # the user chose JAX's cache
         return True
-    if not _writable(directory):
+    directory = cache_directory()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False  # no writable cache: run without one rather than fail
+    if not os.access(directory, os.W_OK):
         return False
-    jax.config.update("jax_compilation_cache_dir", str(directory))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    programs.use(directory)
     return True
 
 

@@ -17,6 +17,7 @@ saved. Off unless `use` names a directory (the command line does, beside JAX's c
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
 import hashlib
@@ -25,6 +26,7 @@ import pickle
 import platform
 import sys
 import tempfile
+import threading
 import types
 import weakref
 from collections.abc import Callable, Sequence
@@ -194,9 +196,20 @@ class Persistent:
         except (_Unstable, TypeError, ValueError):  # (jit itself raises the clear error)
             return self.jitted(*args, **kwargs)
         compiled = self.loaded.get(key)
-        if compiled is None:
-            compiled = _load(key) or _compile_and_save(self.jitted, key, args, kwargs)
-            self.loaded[key] = compiled
+        if compiled is not None:
+            return compiled(*dynamic_args, **dynamic_kwargs)
+        compiled = _load(key)
+        if compiled is not None:
+            try:  # a program that loads but cannot run (seen: a kernel missing) is compiled again
+                # (its first run is waited for: the error may come when it runs, not when called)
+                result = jax.block_until_ready(compiled(*dynamic_args, **dynamic_kwargs))
+                self.loaded[key] = compiled
+                return result
+            except jax.errors.JaxRuntimeError:
+                with contextlib.suppress(OSError):
+                    os.remove(_path(key))
+        compiled = _compile_and_save(self.jitted, key, args, kwargs)
+        self.loaded[key] = compiled
         return compiled(*dynamic_args, **dynamic_kwargs)
 
     def _key(self, args: tuple, kwargs: dict) -> tuple[str, list, dict]:
@@ -265,10 +278,31 @@ def _load(key: str) -> Any | None:
         return None
 
 
+_jax_cache_hits = threading.local()
+
+
+def _count_jax_cache_hit(event: str, **kwargs: Any) -> None:
+    if event == "/jax/compilation_cache/cache_hits":  # recorded on the compiling thread
+        _jax_cache_hits.count = getattr(_jax_cache_hits, "count", 0) + 1
+
+
+@functools.cache
+def _listen_for_jax_cache_hits() -> None:
+    jax.monitoring.register_event_listener(_count_jax_cache_hit)
+
+
 def _compile_and_save(jitted: Callable[..., Any], key: str, args: tuple, kwargs: dict) -> Any:
+    """Compile and save, unless the executable came from JAX's own persistent cache: one that
+    jaxlib loaded and serialized again lacked some of its kernels on the next load (seen with
+    JAX 0.10.2 on the CPU), so only freshly compiled ones are kept. (The command line turns
+    JAX's cache off while this one is in use.)"""
     from jax.experimental import serialize_executable
 
+    _listen_for_jax_cache_hits()
+    hits = getattr(_jax_cache_hits, "count", 0)
     compiled = jitted.lower(*args, **kwargs).compile()
+    if getattr(_jax_cache_hits, "count", 0) != hits:
+        return compiled
     temporary = None
     try:
         payload = pickle.dumps(serialize_executable.serialize(compiled))

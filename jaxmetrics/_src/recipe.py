@@ -106,7 +106,7 @@ def _trim(result: Any, length: int) -> Any:
     concrete = validation.is_concrete(*jax.tree_util.tree_leaves(result))
     if concrete and jax.default_backend() == "cpu":  # (a call inside a jit trace gets tracers)
         return jax.tree_util.tree_map(
-            lambda leaf: jnp.asarray(np.asarray(leaf)[..., :length]), result
+            lambda leaf: validation.to_device(np.asarray(leaf)[..., :length]), result
         )
     return jax.tree_util.tree_map(lambda leaf: leaf[..., :length], result)
 

@@ -8,8 +8,10 @@ as its shortest decimal (0.8125, not 0.8125000238418579), a float64 value in ful
 
 from __future__ import annotations
 
+import contextvars
+import threading
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -327,12 +329,68 @@ def evaluate_comparison(
     return tuple(comparisons)
 
 
+class _Cancelled(Exception):
+    """The main thread stopped (Ctrl-C, an error): the ranking thread stops at its next step."""
+
+
+class _InBackground:
+    """`function()` on a thread of its own, in a copy of the caller's context (the kernel
+    choices are context variables), its result or exception taken with `result()`."""
+
+    def __init__(self, function: Callable[[], Any]):
+        self.cancelled = threading.Event()
+        self._outcome: list[Any] = []
+        context = contextvars.copy_context()
+
+        def body() -> None:
+            try:
+                self._outcome.append((True, context.run(function)))
+            except BaseException as error:  # noqa: BLE001 (handed to the caller)
+                self._outcome.append((False, error))
+
+        self._thread = threading.Thread(target=body, name="jaxmetrics-ranking", daemon=True)
+        self._thread.start()
+
+    def result(self) -> Any:
+        self._thread.join()
+        finished, value = self._outcome[0]
+        if not finished:
+            raise value
+        return value
+
+
 def evaluate(table: Table, metadata: Metadata, *, progress: Progress | None = None) -> Report:
-    """Every number of the report (what --json writes) for `table`, as `metadata` says."""
+    """Every number of the report (what --json writes) for `table`, as `metadata` says.
+
+    The bootstrap (with DeLong) runs on a thread of its own while this one computes the rest:
+    XLA compiles and runs without Python's lock, so on two cores the compilations overlap."""
     labels, names = table.labels, list(table.models)
     scores = np.stack([table.models[name] for name in names]).astype(np.float64)
     data = evaluate_data(labels)
-    ranking = evaluate_ranking(scores, labels, data, metadata, progress, table.clusters)
+    background: _InBackground
+
+    def checked(label: str, done: int, total: int) -> None:
+        if background.cancelled.is_set():
+            raise _Cancelled
+        if progress is not None:
+            progress(label, done, total)
+
+    background = _InBackground(
+        lambda: evaluate_ranking(scores, labels, data, metadata, checked, table.clusters)
+    )
+    try:
+        models = _evaluate_models(table, metadata, scores, labels, names, background)
+    except BaseException:
+        background.cancelled.set()
+        raise
+    clustered = table.clusters is not None
+    ranking = background.result()
+    comparison = evaluate_comparison(scores, labels, names, ranking, data, clustered)
+    return Report(metadata, data, models, comparison)
+
+
+def _evaluate_models(table, metadata, scores, labels, names, background) -> dict[str, ModelReport]:
+    models, parts = {}, {}
     is_probability = bool(np.all((scores >= 0) & (scores <= 1)))
     models = {}
     for m, name in enumerate(names):
@@ -340,16 +398,19 @@ def evaluate(table: Table, metadata: Metadata, *, progress: Progress | None = No
         if is_probability:
             calibration = evaluate_calibration(scores[m], labels, metadata.calibration_bins)
         roc_points, pr_points = evaluate_curves(scores[m], labels)
+        thresholds = evaluate_operating_points(scores[m], labels, metadata, is_probability)
+        parts[name] = (calibration, roc_points, pr_points, thresholds)
+    ranking = background.result()
+    for m, name in enumerate(names):
+        calibration, roc_points, pr_points, thresholds = parts[name]
         models[name] = ModelReport(
             roc_auc=ranking.roc_auc[m],
             average_precision=ranking.average_precision[m],
             clinical=ranking.clinical[m],
-            thresholds=evaluate_operating_points(scores[m], labels, metadata, is_probability),
+            thresholds=thresholds,
             calibration=calibration,
             roc_curve=roc_points,
             roc_band=ranking.roc_band[m],
             precision_recall_curve=pr_points,
         )
-    clustered = table.clusters is not None
-    comparison = evaluate_comparison(scores, labels, names, ranking, data, clustered)
-    return Report(metadata, data, models, comparison)
+    return models
