@@ -41,7 +41,9 @@ def test_descriptions_identify_values_and_refuse_what_they_cannot():
     assert describe(functools.partial(jm.roc_auc, max_fpr=0.1)) != describe(
         functools.partial(jm.roc_auc, max_fpr=0.2)
     )
-    for unstable in (_mine, lambda x: x, functools.partial(_mine), object(), np.ones(3)):
+    itself = [1]
+    itself.append(itself)
+    for unstable in (_mine, lambda x: x, functools.partial(_mine), object(), np.ones(3), itself):
         with pytest.raises(programs._Unstable):
             describe(unstable)
     # so a bootstrap of a user's metric is never saved: its key cannot be made

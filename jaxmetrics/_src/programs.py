@@ -10,9 +10,10 @@ jaxlib, the backend, the XLA flags, the CPU). A hit loads the serialized executa
 a miss traces and compiles as usual, then saves it.
 
 Only functions of jaxmetrics are kept, and only when every static argument has a stable
-description (numbers, strings, tuples, jaxmetrics functions whose closures hold such values), so
-the key always says everything the trace reads: a user's function, a lambda or a partial is never
-saved. Off unless `use` names a directory (the command line does, beside JAX's cache).
+description (numbers, strings, tuples, jaxmetrics functions whose closures hold such values, and
+partials of those), so the key always says everything the trace reads: a user's function or a
+lambda is never saved. Off unless `use` names a directory (the command line does, with JAX's own
+persistent cache off: see `_compile_and_save`).
 """
 
 from __future__ import annotations
@@ -49,10 +50,6 @@ def use(directory: str | os.PathLike | None) -> None:
         function.loaded.clear()
 
 
-def in_use() -> bool:
-    return _directory is not None
-
-
 class _Unstable(Exception):
     """A value whose description would not identify the program it makes."""
 
@@ -60,7 +57,7 @@ class _Unstable(Exception):
 _PLAIN = (type(None), bool, int, float, complex, str, bytes)
 
 
-def describe(value: Any) -> str:
+def describe(value: Any, _inside: tuple[int, ...] = ()) -> str:
     """A description of a static value that is the same in every process, or `_Unstable`."""
     if isinstance(value, _PLAIN):
         return f"{type(value).__name__}:{value!r}"
@@ -68,32 +65,37 @@ def describe(value: Any) -> str:
         return f"{type(value).__module__}.{type(value).__qualname__}.{value.name}"
     if isinstance(value, np.dtype | np.generic):
         return f"np:{value!r}"
+    if id(value) in _inside:  # a function whose closure holds itself, a list holding itself
+        raise _Unstable("a value that contains itself")
+    inside = (*_inside, id(value))
     if isinstance(value, dict):
-        return f"dict({','.join(describe(item) for item in sorted(value.items()))})"
+        value = tuple(sorted(value.items()))
+        return f"dict({','.join(describe(item, inside) for item in value)})"
     if isinstance(value, tuple | list | frozenset):
-        items = map(describe, value)
+        items = [describe(item, inside) for item in value]
         if isinstance(value, frozenset):
-            items = sorted(items)
+            items.sort()
         return f"{type(value).__name__}({','.join(items)})"
     if isinstance(value, types.FunctionType):
-        return _describe_function(value)
+        return _describe_function(value, inside)
     if isinstance(value, functools.partial):  # e.g. a metric with a fixed option
-        return f"partial({describe(value.func)},{describe(value.args)},{describe(value.keywords)})"
+        parts = (value.func, value.args, value.keywords)
+        return f"partial({','.join(describe(part, inside) for part in parts)})"
     if isinstance(value, type) and value.__module__.startswith("jaxmetrics."):
         return f"class:{value.__module__}.{value.__qualname__}"
     raise _Unstable(type(value).__name__)
 
 
-def _describe_function(function: types.FunctionType) -> str:
+def _describe_function(function: types.FunctionType, inside: tuple[int, ...]) -> str:
     module = function.__module__ or ""
     code = function.__code__
     if not module.startswith("jaxmetrics.") or "<lambda>" in code.co_qualname:
         raise _Unstable(f"{module}.{code.co_qualname}")
     # the code's own name and line, not `__qualname__` (which `functools.wraps` overwrites),
     # and whatever the closure holds (a decorator's wrapped function, its options)
-    cells = [describe(cell.cell_contents) for cell in function.__closure__ or ()]
-    defaults = describe(function.__defaults__ or ())
-    keyword_defaults = describe(tuple(sorted((function.__kwdefaults__ or {}).items())))
+    cells = [describe(cell.cell_contents, inside) for cell in function.__closure__ or ()]
+    defaults = describe(function.__defaults__ or (), inside)
+    keyword_defaults = describe(function.__kwdefaults__ or {}, inside)
     return (
         f"fn:{module}.{code.co_qualname}@{code.co_firstlineno}"
         f"[{','.join(cells)}]{defaults}{keyword_defaults}"
@@ -241,7 +243,7 @@ def jit(fun: Callable[..., Any], **jit_options: Any) -> Callable[..., Any]:
     jitted = jax.jit(fun, **jit_options)
     try:
         name = f"{describe(fun)}|{describe(jit_options)}"
-    except _Unstable:
+    except (_Unstable, TypeError):  # (TypeError: keys of a dict that do not sort)
         return jitted
     static_argnums = jit_options.get("static_argnums", ())
     static_argnames = jit_options.get("static_argnames", ())
