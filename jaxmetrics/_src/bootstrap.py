@@ -180,7 +180,7 @@ def _sharded_values(
         mesh=mesh,
         in_specs=(replicated,) * 4,
         out_specs=jax.sharding.PartitionSpec(axis),
-        # host callbacks (the CPU sort, the bincount) carry no varying-axis types
+        # the CPU's numpy kernels (the sort, the bincount: custom calls) carry no varying-axis types
         check_vma=False,
     )(data, design, key, first)
 
@@ -212,7 +212,7 @@ def estimate_in_loop(metric: Callable[..., Any]) -> Callable[..., Any]:
 
     The eager call is what raises a metric's own errors on bad input; without it a bad value
     gives NaN, as under jit. It costs the metric's eager programs: for the report's panel of
-    26 ranking numbers, four programs with host callbacks, which no persistent cache keeps.
+    26 ranking numbers, four more programs to compile.
     """
     setattr(metric, _ESTIMATE_IN_LOOP, True)
     return metric

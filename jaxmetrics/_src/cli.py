@@ -177,8 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     previous = signal.signal(signal.SIGINT, _on_interrupt) if handles_signals else None
     use_cache = not (args.no_cache or os.environ.get("JAXMETRICS_NO_CACHE", "") not in ("", "0"))
     try:
-        # JAX's persistent cache keeps every program of the report, the CPU's numpy kernels
-        # included: they are custom calls registered by name (`host_kernels`), not callbacks
+        # every program of the report is kept (`programs`), those calling the CPU's numpy
+        # kernels included: they are custom calls registered by name (`host_kernels`)
         return report.run(args, before_jax=_use_compilation_cache if use_cache else None)
     except report.ReportError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)

@@ -99,7 +99,7 @@ host_kernels.register("bincount", lambda: _bincount_into)
 def _bincount(indices: Array, length: int, *, host_callback: bool = True) -> Array:
     """How often each of `length` values occurs in each row of `indices` (int32, last axis).
 
-    A scatter-add is slow on the CPU backend, numpy's bincount is not: a host callback there,
+    A scatter-add is slow on the CPU backend, numpy's bincount is not: a host kernel there,
     except inside `shard_map` over emulated CPU devices, where per-step callbacks from several
     devices starve XLA's thread pool (seen to hang), so the scatter is used.
     """

@@ -135,8 +135,9 @@ def _device_rank(scores: Array) -> tuple[Array, Array, Array]:
 def _rank_indices(scores: Array) -> tuple[Array, Array, Array]:
     """(order, group_start, group_stop) of `scores` along the last axis, all int32.
 
-    On CPU a host callback to numpy (its sort and running min are several times faster than
-    XLA's there); on GPU/TPU XLA's own sort. Both give the same groups; tie order may differ.
+    On CPU a numpy kernel called from the program (`host_kernels`; numpy's sort and running min
+    are several times faster than XLA's there); on GPU/TPU XLA's own sort. Both give the same
+    groups; tie order may differ.
     """
 
     if not kernels.host_callbacks():
@@ -284,9 +285,9 @@ def without_host_cumulative():
 def cumulative(values: Array, *, op: str = "sum") -> Array:
     """Inclusive running sum or maximum along the last axis, without gradients.
 
-    On CPU a host callback to numpy: XLA lowers a cumulative op there to a parallel scan whose
-    compilation alone takes ~0.4 s per shape (measured), the bulk of a metric's first call;
-    numpy runs it as fast at any size. Elsewhere XLA's own.
+    On CPU a numpy kernel called from the program (`host_kernels`): XLA lowers a cumulative op
+    there to a parallel scan whose compilation alone takes ~0.4 s per shape (measured), the bulk
+    of a metric's first call; numpy runs it as fast at any size. Elsewhere XLA's own.
     """
 
     if _device_cumulative_only.get() or not kernels.host_callbacks():

@@ -379,7 +379,7 @@ def evaluate(table: Table, metadata: Metadata, *, progress: Progress | None = No
         lambda: evaluate_ranking(scores, labels, data, metadata, checked, table.clusters)
     )
     try:
-        models = _evaluate_models(table, metadata, scores, labels, names, background)
+        models = _evaluate_models(metadata, scores, labels, names, background)
     except BaseException:
         background.cancelled.set()
         raise
@@ -389,10 +389,16 @@ def evaluate(table: Table, metadata: Metadata, *, progress: Progress | None = No
     return Report(metadata, data, models, comparison)
 
 
-def _evaluate_models(table, metadata, scores, labels, names, background) -> dict[str, ModelReport]:
+def _evaluate_models(
+    metadata: Metadata,
+    scores: np.ndarray,
+    labels: np.ndarray,
+    names: list[str],
+    background: _InBackground,
+) -> dict[str, ModelReport]:
+    """Each model's numbers: its own sections here, its ranking numbers from `background`."""
     models, parts = {}, {}
     is_probability = bool(np.all((scores >= 0) & (scores <= 1)))
-    models = {}
     for m, name in enumerate(names):
         calibration = None
         if is_probability:
