@@ -147,3 +147,24 @@ def test_the_interpreter_exits_while_a_program_calls_kernels():
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "exiting"
+
+
+_IMPORT_ONLY = """
+import atexit
+def report():  # registered first, so it runs last: after jaxmetrics' exit handler
+    from jax._src.xla_bridge import backends_are_initialized
+    print("initialized" if backends_are_initialized() else "not initialized", flush=True)
+atexit.register(report)
+import jaxmetrics as jm
+jm.roc_auc  # loads the library, which registers its kernels and their exit handler
+"""
+
+
+def test_the_exit_handler_starts_no_backend_when_nothing_ran():
+    """The exit handler waits for running programs; with none ever run it must not start a
+    backend to ask (0.1 s on the CPU, a GPU's start on an accelerator)."""
+    result = subprocess.run(
+        [sys.executable, "-c", _IMPORT_ONLY], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "not initialized"

@@ -210,6 +210,8 @@ def _drain() -> None:
     without the GIL, for every live array, then until no kernel has run for a moment.
     """
     _running[1] = True
+    if not _backends_initialized():  # nothing ever ran (and asking would start a backend)
+        return
     for array in jax.live_arrays():
         try:
             array.block_until_ready()
@@ -222,6 +224,14 @@ def _drain() -> None:
         elif time.monotonic() - quiet_since > 0.1:
             return
         time.sleep(0.01)
+
+
+def _backends_initialized() -> bool:
+    try:
+        from jax._src.xla_bridge import backends_are_initialized
+    except ImportError:  # pragma: no cover (a JAX that moved it: drain anyway)
+        return True
+    return backends_are_initialized()
 
 
 @functools.cache
