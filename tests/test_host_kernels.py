@@ -151,8 +151,9 @@ def test_the_interpreter_exits_while_a_program_calls_kernels():
 
 _IMPORT_ONLY = """
 import atexit
-def report():  # registered first, so it runs last: after jaxmetrics' exit handler
-    from jax._src.xla_bridge import backends_are_initialized
+import jax  # registers JAX's exit handler, which clears the backends: it will run last
+from jax._src.xla_bridge import backends_are_initialized
+def report():  # runs after jaxmetrics' exit handler, before JAX's
     print("initialized" if backends_are_initialized() else "not initialized", flush=True)
 atexit.register(report)
 import jaxmetrics as jm
