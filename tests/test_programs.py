@@ -175,3 +175,30 @@ def test_programs_from_jax_cache_are_not_saved_again(tmp_path):
     assert run("unguarded") == expected
     assert _files(kept)
     assert run("both") == expected
+
+
+def test_the_directory_keeps_under_its_size_by_removing_the_least_recently_used(
+    rng, program_directory, monkeypatch
+):
+    program_directory.mkdir()
+    for age in range(8):  # 8 programs of 100 bytes, used at times 1..8
+        path = program_directory / f"{age}.program"
+        path.write_bytes(bytes(100))
+        os.utime(path, (age + 1, age + 1))
+    (program_directory / "other.txt").write_bytes(bytes(10_000))  # not a program: left alone
+    monkeypatch.setattr(programs, "MAX_BYTES", 800)
+    programs._trim()
+    assert len(_files(program_directory)) == 8  # at the limit: nothing removed
+    monkeypatch.setattr(programs, "MAX_BYTES", 700)
+    programs._trim()  # past it: the least recently used go, down to 3/4 of it (525 bytes)
+    assert _files(program_directory) == [f"{age}.program" for age in range(3, 8)]
+    assert (program_directory / "other.txt").exists()
+    monkeypatch.undo()  # the real limit again
+    # loading a program marks it used
+    scores, labels = rng.normal(size=50), rng.random(50) < 0.4
+    expected = float(jm.roc_auc(scores, labels))  # compiled and saved now
+    saved = next(p for p in program_directory.glob("*.program") if len(p.stem) == 64)
+    os.utime(saved, (1, 1))
+    programs.use(program_directory)  # forget what this process loaded
+    assert float(jm.roc_auc(scores, labels)) == expected
+    assert saved.stat().st_mtime > 1

@@ -275,9 +275,37 @@ def _load(key: str) -> Any | None:
     try:
         with open(_path(key), "rb") as file:
             serialized, in_tree, out_tree = pickle.load(file)
-        return serialize_executable.deserialize_and_load(serialized, in_tree, out_tree)
+        compiled = serialize_executable.deserialize_and_load(serialized, in_tree, out_tree)
     except Exception:  # noqa: BLE001 (any damage: compile again and overwrite)
         return None
+    with contextlib.suppress(OSError):
+        os.utime(_path(key))  # recently used: the last to be removed (`_trim`)
+    return compiled
+
+
+# The directory is kept under this many bytes: past it, the programs used longest ago are removed
+# down to three quarters of it. (`report --demo` keeps 18 programs, 1.5 MB.)
+MAX_BYTES = 512 * 2**20
+
+
+def _trim() -> None:
+    assert _directory is not None
+    entries = []
+    with os.scandir(_directory) as scan:
+        for entry in scan:
+            if entry.name.endswith(".program"):
+                with contextlib.suppress(OSError):
+                    info = entry.stat()
+                    entries.append((info.st_mtime, info.st_size, entry.path))
+    total = sum(size for _, size, _ in entries)
+    if total <= MAX_BYTES:
+        return
+    for _, size, path in sorted(entries):
+        with contextlib.suppress(OSError):  # (another process may have removed it)
+            os.remove(path)
+        total -= size
+        if total <= MAX_BYTES * 3 // 4:
+            return
 
 
 _jax_cache_hits = threading.local()
@@ -314,6 +342,7 @@ def _compile_and_save(jitted: Callable[..., Any], key: str, args: tuple, kwargs:
         with os.fdopen(handle, "wb") as file:
             file.write(payload)
         os.replace(temporary, _path(key))
+        _trim()
     except Exception:  # noqa: BLE001 (not serializable, a full disk: run without saving)
         if temporary is not None and os.path.exists(temporary):
             os.remove(temporary)
