@@ -103,10 +103,16 @@ def _describe_function(function: types.FunctionType, inside: tuple[int, ...]) ->
 
 
 @functools.cache
-def _fingerprint() -> str:
-    """What every program depends on besides its key: jaxmetrics' source, JAX, XLA, the CPU."""
+def _fingerprint() -> str | None:
+    """What every program depends on besides its key: jaxmetrics' source, JAX, XLA, the CPU.
+    None where the source cannot be read (a zipped install): then nothing is kept."""
+    from jax.extend import backend as jax_backend
+
+    import jaxmetrics
+
     digest = hashlib.sha256()
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sources = 0
     for root, dirs, files in os.walk(package):
         dirs.sort()
         for name in sorted(files):
@@ -115,15 +121,19 @@ def _fingerprint() -> str:
                 digest.update(os.path.relpath(path, package).encode())
                 with open(path, "rb") as file:
                     digest.update(file.read())
-    backend = jax.extend.backend.get_backend() if hasattr(jax, "extend") else None
+                sources += 1
+    if sources == 0:
+        return None
+    backend = jax_backend.get_backend()
     parts = [
+        jaxmetrics.__version__,
         jax.__version__,
         jaxlib.__version__,
         np.__version__,
         sys.version,
         platform.machine(),
         os.environ.get("XLA_FLAGS", ""),
-        "" if backend is None else f"{backend.platform}:{backend.platform_version}",
+        f"{backend.platform}:{backend.platform_version}",
         _cpu_flags(),
     ]
     digest.update("\n".join(parts).encode())
@@ -191,6 +201,7 @@ class Persistent:
             or not trace_state_clean()
             or jax.config.jax_disable_jit
             or jax.device_count() != 1
+            or _fingerprint() is None
         ):
             return self.jitted(*args, **kwargs)
         try:
