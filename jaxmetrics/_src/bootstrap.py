@@ -409,12 +409,13 @@ def bootstrap(
         slot = np.int32(unit_slot) if unit_slot >= 0 else None
 
         def compute(first: Array) -> Array:
+            # on the host where it can be: indexing a device array compiles a program
             values = _resampled_values(
                 metric, arrays, design, key, first, slot, chunks=chunks, **options
             )
+            values = _on_host(values)
             if unit_slot >= 0 and 0 <= unit_slot - int(first) < per_call:
-                # read on the host where it can: indexing a device array compiles a program
-                in_program.append(validation.to_device(_on_host(values)[unit_slot - first]))
+                in_program.append(validation.to_device(values[unit_slot - first]))
             return values
 
     else:

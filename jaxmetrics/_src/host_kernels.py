@@ -33,6 +33,10 @@ import numpy as np
 _PREFIX = "jaxmetrics_"
 
 
+# every FFI struct starts with its size and a pointer to its extensions
+_HEADER = [("struct_size", ctypes.c_size_t), ("extension_start", ctypes.c_void_p)]
+
+
 class _Extension(ctypes.Structure):
     pass
 
@@ -47,8 +51,7 @@ _METADATA_EXTENSION = 1  # XLA_FFI_Extension_Metadata
 
 class _ApiVersion(ctypes.Structure):
     _fields_ = [
-        ("struct_size", ctypes.c_size_t),
-        ("extension_start", ctypes.c_void_p),
+        *_HEADER,
         ("major", ctypes.c_int),
         ("minor", ctypes.c_int),
     ]
@@ -68,8 +71,7 @@ class _MetadataExtension(ctypes.Structure):
 
 class _Api(ctypes.Structure):  # the leading fields of XLA_FFI_Api
     _fields_ = [
-        ("struct_size", ctypes.c_size_t),
-        ("extension_start", ctypes.c_void_p),
+        *_HEADER,
         ("api_version", _ApiVersion),
         ("internal_api", ctypes.c_void_p),
         ("error_create", ctypes.c_void_p),
@@ -78,8 +80,7 @@ class _Api(ctypes.Structure):  # the leading fields of XLA_FFI_Api
 
 class _ErrorCreateArgs(ctypes.Structure):
     _fields_ = [
-        ("struct_size", ctypes.c_size_t),
-        ("extension_start", ctypes.c_void_p),
+        *_HEADER,
         ("message", ctypes.c_char_p),
         ("errc", ctypes.c_int),
     ]
@@ -91,8 +92,7 @@ _INTERNAL = 13  # XLA_FFI_Error_Code_INTERNAL
 
 class _Buffer(ctypes.Structure):
     _fields_ = [
-        ("struct_size", ctypes.c_size_t),
-        ("extension_start", ctypes.c_void_p),
+        *_HEADER,
         ("dtype", ctypes.c_int),
         ("data", ctypes.c_void_p),
         ("rank", ctypes.c_int64),
@@ -102,8 +102,7 @@ class _Buffer(ctypes.Structure):
 
 class _List(ctypes.Structure):  # XLA_FFI_Args and XLA_FFI_Rets share this layout
     _fields_ = [
-        ("struct_size", ctypes.c_size_t),
-        ("extension_start", ctypes.c_void_p),
+        *_HEADER,
         ("size", ctypes.c_int64),
         ("types", ctypes.c_void_p),
         ("items", ctypes.POINTER(ctypes.c_void_p)),
