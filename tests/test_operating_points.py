@@ -77,6 +77,26 @@ def test_against_brute_force_on_tied_data(rng, criterion, level, weighted):
     )
 
 
+@pytest.mark.parametrize("criterion", ["sensitivity", "specificity"])
+def test_floors_are_compared_exactly(criterion):
+    """A floor just above a rate k/m excludes it although float32 rounds both alike (issue 25:
+    0.66666667 admitted a specificity of 2/3); the rule is float64's (the oracle's: 1/5 meets
+    0.2)."""
+    scores = np.array([0.1, 0.2, 0.6, 0.5, 0.9, 0.7, 0.3, 0.8, 0.4])
+    labels = np.array([0, 0, 0, 1, 1, 1, 0, 1, 1])
+    levels = [k / m + shift for m in (3, 4, 5) for k in range(1, m) for shift in (0, 1e-8, -1e-8)]
+    search = jax.jit(SEARCHES[criterion], static_argnums=3)
+    for level in [0.66666667, *levels]:
+        expected = brute_force(scores, labels, None, criterion, level)
+        assert float(SEARCHES[criterion](scores, labels, None, level).threshold) == expected[1]
+        assert float(search(scores, labels, None, level).threshold) == np.float32(expected[1])
+    band = roc_band(
+        scores, labels, specificities=[0.66666667, 2 / 3], key=jax.random.key(0), num_resamples=8
+    )
+    expected = [brute_force(scores, labels, None, "sensitivity", s)[0] for s in band.specificity]
+    np.testing.assert_array_equal(band.sensitivity, np.float32(expected))
+
+
 @pytest.mark.usefixtures("x64")
 def test_against_brute_force_in_float64(rng):
     scores, labels, weights = tied_problem(rng, n=200, levels=60, weighted=True)

@@ -356,6 +356,44 @@ def test_corrected_partial_auc_up_to_max_fpr_is_roc_auc_max_fpr():
         assert float(ours) == pytest.approx(float(theirs), abs=1e-6)
 
 
+def corrected_oracle(fpr, tpr, band, focus):
+    """McClish's corrected area in float64, integrating the height above the diagonal (tpr - fpr)
+    along the piecewise linear curve, clipped to the band exactly."""
+    low, high = band
+    u = fpr if focus == "fpr" else tpr
+    height = tpr - fpr
+    excess = 0.0
+    for u0, u1, h0, h1 in zip(u[:-1], u[1:], height[:-1], height[1:], strict=True):
+        left, right = max(u0, low), min(u1, high)
+        if right > left:  # a segment with u1 == u0 has no area
+            slope = (h1 - h0) / (u1 - u0)
+            excess += (right - left) * (h0 + slope * (left - u0) + h0 + slope * (right - u0)) / 2
+    span = (high - low) * ((2 - low - high) if focus == "fpr" else (low + high)) / 2
+    return (1 + excess / span) / 2
+
+
+def test_corrected_partial_auc_near_the_plot_edges(rng):
+    """McClish's (b^2 - a^2) / 2 cancels in float32 near an edge: (0.9999, 1) was NaN for a perfect
+    curve (issue 25); a band narrower than float32 resolves is refused, not NaN."""
+    perfect = np.array([0.9, 0.8, 0.7, 0.1, 0.2, 0.3]), np.array([1, 1, 1, 0, 0, 0])
+    for focus in ("fpr", "tpr"):
+        for band in ((0.9999, 1.0), (0.0, 1e-4)):
+            got = partial_roc_auc(*perfect, correct=True, **{f"{focus}_range": band})
+            assert float(got) == pytest.approx(1.0, abs=1e-6), (focus, band)
+    labels = rng.integers(0, 2, len(LABELS))
+    scores = rng.normal(size=len(LABELS)) + labels
+    labels[:2] = 0, 1
+    fpr, tpr = roc_points(scores, labels)
+    for focus in ("fpr", "tpr"):
+        for band in ((0.99, 1.0), (0.995, 0.999), (0.0, 0.01), (0.3, 0.3001)):
+            band32 = tuple(float(np.float32(b)) for b in band)  # what the kernel integrates over
+            got = partial_roc_auc(scores, labels, correct=True, **{f"{focus}_range": band})
+            expected = corrected_oracle(fpr, tpr, band32, focus)
+            assert float(got) == pytest.approx(expected, abs=1e-4), (focus, band)
+    with pytest.raises(ValueError, match="`fpr_range` is narrower than float32"):
+        partial_roc_auc(scores, labels, fpr_range=(0.1, 0.1 + 1e-9), correct=True)
+
+
 def test_partial_auc_is_undefined_with_one_class():
     scores = MARKERS["ndka"]
     assert np.isnan(float(partial_roc_auc(scores, np.ones_like(LABELS), tpr_range=(0.1, 0.3))))
@@ -377,6 +415,10 @@ def test_partial_auc_bad_input():
     with pytest.raises(ValueError, match="two different bounds"):  # pROC: "different"
         partial_roc_auc(scores, labels, fpr_range=(0.2, 0.2), correct=True)
     assert float(partial_roc_auc(scores, labels, fpr_range=(0.2, 0.2))) == 0.0
+    with pytest.raises(TypeError, match="`fpr_range` must be a pair of numbers"):
+        partial_roc_auc(scores, labels, fpr_range=(True, False))
+    with pytest.raises(TypeError, match="`correct` must be True or False; got 'no'"):
+        partial_roc_auc(scores, labels, fpr_range=(0, 0.5), correct="no")
     bad = scores.copy()
     bad[7] = np.nan
     with pytest.raises(ValueError, match=r"`scores` must be finite; found NaN at index 7"):

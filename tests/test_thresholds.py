@@ -72,6 +72,32 @@ def test_precision_at_recall_against_brute_force(rng, floor):
     assert float(threshold) == pytest.approx(expected[1])
 
 
+def test_floors_are_compared_exactly():
+    """A precision or recall floor just above a rate k/m excludes it, although float32 rounds both
+    to one number (issue 25); the rule is float64's (1/5 meets 0.2), as in the oracle."""
+    scores = np.array([0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1])
+    labels = np.array([1, 0, 1, 1, 0, 1, 0, 1, 0])
+    rates = sorted({k / m for m in range(1, 10) for k in range(m + 1)})
+    for level in [0.66666667, *rates, *(r + 1e-9 for r in rates if r < 1)]:
+        for function, rate_of, floor_of in (
+            (jm.recall_at_precision, recall_of, precision_of),
+            (jm.precision_at_recall, precision_of, recall_of),
+        ):
+            floor = "min_precision" if function is jm.recall_at_precision else "min_recall"
+
+            def feasible(c, floor_of=floor_of, level=level):
+                value = floor_of(c)  # float64, correctly rounded
+                return not math.isnan(value) and value >= level
+
+            low = function is jm.precision_at_recall
+            expected = brute_force(scores, labels, None, rate_of, feasible, prefer_low=low)
+            got = function(scores, labels, **{floor: level})
+            if expected is None:
+                assert math.isnan(float(got.value)), (function.__name__, level)
+            else:
+                assert float(got.threshold) == expected[1], (function.__name__, level)
+
+
 def test_min_expected_cost_against_brute_force(rng):
     scores, labels, _ = tied_problem(rng, n=150, levels=40)
     cost = brute_force(scores, labels, None, lambda c: -(5 * c["fp"] + 50 * c["fn"]) / scores.size)

@@ -23,7 +23,7 @@ import numpy as np
 from jaxmetrics._src import recipe, sorting, validation
 from jaxmetrics._src.bootstrap import bootstrap
 from jaxmetrics._src.counts import safe_divide
-from jaxmetrics._src.thresholds import _check_level
+from jaxmetrics._src.thresholds import check_level, meets_floor, split_level
 from jaxmetrics._src.typing import Array, ArrayLike
 
 
@@ -87,12 +87,14 @@ def _search_kernel(
     ranked, _, groups = sorting.rank_and_tally(scores, labels, weights)
     tp, fp, p, n = _points(groups)
     sensitivity, specificity = safe_divide(tp, p), safe_divide(n - fp, n)
-    criterion, level = parameters[0].astype(jnp.int32), parameters[1]
+    criterion, floor = parameters[0].astype(jnp.int32), (parameters[1], parameters[2])
     # keys to maximise, integers for integer weights (exact below 2^24 in float32), so that
     # ties are ties: J P N = tp N - fp P, -d^2 P^2 N^2 = -(fn N)^2 - (fp P)^2, TP, TN - N
     keys = jnp.stack([tp * n - fp * p, -(((p - tp) * n) ** 2 + (fp * p) ** 2), tp, -fp])
     always = jnp.ones_like(tp, bool)
-    feasible = jnp.stack([always, always, specificity >= level, sensitivity >= level])
+    # floors compared exactly (`meets_floor`): a float32 floor rounds to the rate it excludes
+    feasible = [always, always, meets_floor(n - fp, n, floor), meets_floor(tp, p, floor)]
+    feasible = jnp.stack([jnp.broadcast_to(f, tp.shape) for f in feasible])
     # flagging nothing (last) ties with flagging everything for J and the distance: left out
     candidate = jnp.concatenate([groups.is_point, (criterion >= 2)[None]]) & feasible[criterion]
     key = jnp.where(candidate, keys[criterion], -jnp.inf)
@@ -111,7 +113,8 @@ def _search_kernel(
 
 
 def _search(scores, labels, sample_weight, criterion: str, level: float = 0.0) -> OperatingPoint:
-    parameters = np.asarray([_CRITERIA.index(criterion), level], validation.float_dtype())
+    parameters = [_CRITERIA.index(criterion), *split_level(level)]
+    parameters = np.asarray(parameters, validation.float_dtype())
     result, codec = recipe.sorted_metric(_search_kernel, scores, labels, sample_weight, parameters)
     value, threshold, sensitivity, specificity = result
     return OperatingPoint(value, codec.decode(threshold), sensitivity, specificity)
@@ -259,7 +262,7 @@ def sensitivity_at_specificity(
     References:
       Robin et al. (2011), BMC Bioinformatics 12:77 (pROC).
     """
-    level = _check_level(min_specificity, "min_specificity")
+    level = check_level(min_specificity, "min_specificity")
     return _search(scores, labels, sample_weight, "sensitivity", level)
 
 
@@ -310,7 +313,7 @@ def specificity_at_sensitivity(
     References:
       Robin et al. (2011), BMC Bioinformatics 12:77 (pROC).
     """
-    level = _check_level(min_sensitivity, "min_sensitivity")
+    level = check_level(min_sensitivity, "min_sensitivity")
     return _search(scores, labels, sample_weight, "specificity", level)
 
 
@@ -321,8 +324,10 @@ def _band_kernel(scores: Array, labels: Array, weights: Array | None, levels: Ar
     # specificity rises with the threshold: the first point reaching a floor is the most
     # sensitive one meeting it (`sensitivity_at_specificity`'s value), found for all S floors at
     # once by a binary search of the running maximum
-    specificity = jnp.where(is_point, safe_divide(n - fp, n), -jnp.inf)
-    first = jnp.searchsorted(sorting.cumulative(specificity, op="max"), levels, side="left")
+    true_negatives = sorting.cumulative(jnp.where(is_point, n - fp, -jnp.inf), op="max")
+    # the number of positions below each floor (compared exactly, `meets_floor`), all S at once
+    head, tail = levels[:, 0, None], levels[:, 1, None]
+    first = (~meets_floor(true_negatives, n, (head, tail))).sum(axis=-1)
     sensitivity = safe_divide(tp[jnp.minimum(first, tp.shape[0] - 1)], p)
     return jnp.where((p > 0) & (n > 0), sensitivity, jnp.nan)
 
@@ -341,7 +346,8 @@ class _SensitivitiesAt:
     def __call__(self, scores, labels, *weights, sample_weight):
         if weights:  # the user's weights times the resample's counts
             sample_weight = weights[0] * sample_weight
-        levels = np.asarray(self.levels, validation.float_dtype())
+        levels = np.asarray([split_level(level) for level in self.levels])
+        levels = levels.astype(validation.float_dtype())
         result, _ = recipe.sorted_metric(_band_kernel, scores, labels, sample_weight, levels)
         return result
 

@@ -102,15 +102,31 @@ def partial_roc_auc(
             "exactly one of `fpr_range` and `tpr_range` must be given; got "
             f"fpr_range={fpr_range!r}, tpr_range={tpr_range!r}."
         )
+    if not isinstance(correct, (bool, np.bool_)):
+        raise TypeError(f"`correct` must be True or False; got {correct!r}.")
     focus, band = ("fpr", fpr_range) if fpr_range is not None else ("tpr", tpr_range)
     low, high = _check_band(band, f"{focus}_range")
-    if correct and low == high:
+    if correct and low == high:  # before rounding
         raise ValueError(
             f"`{focus}_range` must have two different bounds with `correct=True` (McClish's "
             f"standardisation divides by the band's width); got {band!r}."
         )
     # the bounds travel as a traced array: a new band needs no new compilation
-    bounds = np.array([low, high], validation.float_dtype())
+    dtype = validation.float_dtype()
+    low, high = (float(np.asarray(bound, dtype)) for bound in (low, high))
+    if correct and low == high:
+        raise ValueError(
+            f"`{focus}_range` is narrower than {np.dtype(dtype).name} can resolve near {low}; "
+            f"`correct=True` divides by the band's width. Got {band!r}."
+        )
+    # McClish's A_max - A_min, in float64 on the bounds as the kernel sees them: the two areas
+    # are close near an edge of the plot (both ~1e-4 over (0.9999, 1), their difference 5e-9),
+    # and `(b^2 - a^2) / 2` cancels in float32
+    if focus == "fpr":
+        span = (high - low) * (2 - low - high) / 2
+    else:
+        span = (high - low) * (low + high) / 2
+    bounds = np.array([low, high, span], dtype)
     area, _ = recipe.sorted_metric(
         _partial_auc_kernel,
         scores,
@@ -126,6 +142,8 @@ def partial_roc_auc(
 def _check_band(band: Any, name: str) -> tuple[float, float]:
     """A pair of bounds in [0, 1] (either order), as sorted Python floats (static options)."""
     try:
+        if any(isinstance(bound, (bool, np.bool_, str)) for bound in band):
+            raise TypeError
         low, high = (float(bound) for bound in band)
     except (TypeError, ValueError):
         raise TypeError(f"`{name}` must be a pair of numbers (low, high); got {band!r}.") from None
@@ -141,10 +159,13 @@ def _band_area(u0: Array, u1: Array, v0: Array, v1: Array, low: Array, high: Arr
     """
     left, right = jnp.clip(u0, low, high), jnp.clip(u1, low, high)
     slope = safe_divide(v1 - v0, u1 - u0, 0.0)
-    # interpolate from the nearer end, so a segment inside the band keeps its exact end values
-    v_left = v0 + slope * (left - u0)
-    v_right = v1 - slope * (u1 - right)
-    return (right - left) * (v_left + v_right) / 2
+
+    def at(u: Array) -> Array:
+        # from the nearer end: a segment inside the band keeps its exact end values, and a band
+        # edge near one end does not subtract two large numbers
+        return jnp.where(u - u0 <= u1 - u, v0 + slope * (u - u0), v1 - slope * (u1 - u))
+
+    return (right - left) * (at(left) + at(right)) / 2
 
 
 def _partial_auc_kernel(
@@ -158,8 +179,9 @@ def _partial_auc_kernel(
 ) -> Array:
     ranked, _, groups = sorting.rank_and_tally(scores, labels, weights)
     dtype = validation.float_dtype()
-    low, high = bounds[0], bounds[1]
+    low, high, span = bounds[0], bounds[1], bounds[2]
     fpr_above, fpr, tpr_above, tpr = _auc_terms(groups, dtype)
+    u_above, u = (fpr_above, fpr) if focus == "fpr" else (tpr_above, tpr)
     if focus == "fpr":  # the sensitivity over the false positive rate
         pieces = _band_area(fpr_above, fpr, tpr_above, tpr, low, high)
     else:  # the specificity over the true positive rate
@@ -169,8 +191,10 @@ def _partial_auc_kernel(
     area = jnp.where(one_class, jnp.nan, area)
     if not correct:
         return area
-    width = high - low
-    diagonal = (high**2 - low**2) / 2 if focus == "fpr" else width - (high**2 - low**2) / 2
-    corrected = (1 + (area - diagonal) / (width - diagonal)) / 2
-    rounding = _ROUNDING_EPSILONS * jnp.finfo(dtype).eps * width
-    return jnp.where(area < diagonal - rounding, jnp.nan, corrected)
+    # A - A_min, integrated directly: the height above the diagonal is tpr - fpr for both foci,
+    # so nothing cancels however close the band is to an edge
+    above = _band_area(u_above, u, tpr_above - fpr_above, tpr - fpr, low, high)
+    excess = jnp.where(one_class, jnp.nan, jnp.where(ranked.is_group_start, above, 0).sum())
+    corrected = (1 + excess / span) / 2
+    rounding = _ROUNDING_EPSILONS * jnp.finfo(dtype).eps * (high - low)
+    return jnp.where(excess < -rounding, jnp.nan, corrected)
