@@ -130,6 +130,25 @@ def test_bad_input_under_jit_is_nan_for_every_average():
         assert np.isnan(float(fn(np.nan_to_num(scores), labels, sample_weight=bad_weights)))
 
 
+def test_weighted_average_under_jit_sees_a_bad_label_row_without_positives():
+    """A label row whose only non-zero label is bad (2) has no positives, so "weighted" leaves it
+    out: its mark must not go with it (issue 25: 0.75 for NaN)."""
+    scores = np.array([[0.1, 0.4, 0.35, 0.8], [0.3, 0.2, 0.9, 0.5], [0.5, 0.6, 0.1, 0.2]])
+    labels = np.array([[0, 1, 1, 0], [1, 0, 1, 0], [0, 0, 2, 0]])
+    fn = jax.jit(functools.partial(jm.roc_auc, average="weighted"))
+    assert np.isnan(float(fn(scores, labels)))
+    nan_score = scores.copy()
+    nan_score[2, 0] = np.nan
+    assert np.isnan(float(fn(nan_score, np.minimum(labels, 1))))
+    good = np.minimum(labels, 1)
+    good[2, 2] = 0  # the last row has no positives: left out, the others weighted by support
+    expected = skm.roc_auc_score(good[:2].T, scores[:2].T, average="weighted")
+    assert float(fn(scores, good)) == pytest.approx(expected, abs=1e-6)
+    negative = np.ones(4)
+    negative[1] = -1.0
+    assert np.isnan(float(fn(scores, good, sample_weight=negative)))
+
+
 def test_micro_average_of_float64_scores_is_exact():
     scores, labels, _ = multilabel_problem(7)
     close = 0.5 + scores * 1e-9  # float32 would tie them all

@@ -82,7 +82,13 @@ def over_labels(
     counted = support != 0
     total = jnp.where(counted, support, 0).sum(-1)
     weighted = jnp.where(counted, per_label * support, 0).sum(-1)
-    return jnp.where(total == 0, jnp.nan, weighted / jnp.where(total == 0, 1, total))
+    average = jnp.where(total == 0, jnp.nan, weighted / jnp.where(total == 0, 1, total))
+    # a label row without positives is left out, but not its bad values: under jit the row's
+    # mark (a label 2, a NaN score) would go with it (eagerly the metric has raised already)
+    invalid = validation.check_binary_labels(labels) | validation.check_finite(scores, "scores")
+    if weights is not None:
+        invalid = invalid | validation.check_weights(weights)
+    return validation.nan_where(jnp.broadcast_to(invalid, per_label.shape).any(-1), average)
 
 
 def _samples_average(metric, scores, labels, weights, xp, **options) -> Array:
