@@ -140,6 +140,26 @@ def test_multiclass_roc_auc_matches_sklearn(rng, multi_class, average):
     assert float(got) == pytest.approx(expected, abs=1e-6)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_multiclass_roc_auc_micro_ovr_matches_sklearn(rng, weighted):
+    """scikit-learn pools every (sample, class) pair with multi_class="ovr", average="micro"."""
+    labels = rng.integers(0, 4, 120)
+    probs = np.round(rng.dirichlet(np.ones(4), 120) + 0.3 * np.eye(4)[labels], 2)  # ties
+    probs = (probs / probs.sum(1, keepdims=True)).astype(np.float32)
+    weights = rng.uniform(0, 3, 120).astype(np.float32) if weighted else None
+    expected = skm.roc_auc_score(
+        labels, probs, multi_class="ovr", average="micro", sample_weight=weights
+    )
+    got = jm.multiclass_roc_auc(probs, labels, average="micro", sample_weight=weights)
+    assert float(got) == pytest.approx(expected, abs=1e-6)
+    jitted = jax.jit(lambda p: jm.multiclass_roc_auc(p, labels, average="micro"))
+    assert float(jitted(probs)) == pytest.approx(
+        skm.roc_auc_score(labels, probs, multi_class="ovr", average="micro"), abs=1e-6
+    )
+    bad = jax.jit(lambda y: jm.multiclass_roc_auc(probs, y, average="micro"))
+    assert np.isnan(float(bad(np.where(labels == 0, 9, labels))))
+
+
 @pytest.mark.parametrize("average", ["macro", "weighted", None])
 def test_weighted_multiclass_roc_auc_matches_sklearn(rng, average):
     labels = rng.integers(0, 4, 120)
@@ -333,8 +353,10 @@ def test_multiclass_roc_auc_options():
     labels = np.array([0, 1, 2, 0])
     with pytest.raises(ValueError, match=r"`multi_class` must be one of \('ovr', 'ovo'\)"):
         jm.multiclass_roc_auc(probs, labels, multi_class="ova")
-    with pytest.raises(ValueError, match=r"`average` must be one of \('macro', 'weighted', None\)"):
-        jm.multiclass_roc_auc(probs, labels, average="micro")
+    with pytest.raises(ValueError, match=r"`average` must be one of \('micro', 'macro'"):
+        jm.multiclass_roc_auc(probs, labels, average="samples")
+    with pytest.raises(ValueError, match="with multi_class='ovo'; got 'micro'"):
+        jm.multiclass_roc_auc(probs, labels, average="micro", multi_class="ovo")
     with pytest.raises(
         ValueError, match="`average` must be 'macro' or 'weighted' with multi_class='ovo'"
     ):

@@ -1,5 +1,6 @@
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -178,3 +179,33 @@ def test_signed_zeros_are_one_tie_group():
 def test_precision_at_k_of_a_query_without_relevant_items_is_nan():
     values = jm.precision_at_k([[0.9, 0.5, 0.1], [0.3, 0.2, 0.1]], [[0, 0, 0], [1, 0, 0]], k=2)
     assert np.isnan(float(values[0])) and float(values[1]) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_separated_and_reversed_rankings_are_exactly_one_and_zero(rng, weighted):
+    """P terms of 1/P do not sum to 1 in floats, and XLA divides by a broadcast total through
+    its reciprocal: a separated set gave 0.99999976 eagerly (issue 25, item 8)."""
+    scores = np.sort(rng.random(134))  # 134 samples: padded eagerly to a bucket of 160
+    labels = (np.arange(134) >= 55).astype(np.int32)  # the top 79 are positives
+    weights = rng.integers(1, 4, 134) if weighted else None
+    for s in (scores, scores.astype(np.float32)):
+        for auc in (jm.roc_auc, jax.jit(jm.roc_auc)):
+            assert float(auc(s, labels, sample_weight=weights)) == 1.0
+            assert float(auc(-s, labels, sample_weight=weights)) == 0.0
+        for ap in (jm.average_precision, jax.jit(jm.average_precision)):
+            assert float(ap(s, labels, sample_weight=weights)) == 1.0
+    classes = rng.integers(0, 3, 200)
+    probs = rng.dirichlet(np.ones(3), 200) * 0.1 + np.eye(3)[classes]
+    for multi_class in ("ovr", "ovo"):
+        for average in ("macro", "weighted"):
+            got = jm.multiclass_roc_auc(probs, classes, multi_class=multi_class, average=average)
+            assert float(got) == 1.0, (multi_class, average)
+
+
+@pytest.mark.usefixtures("x64")
+def test_separated_ranking_is_exactly_one_under_x64(rng):
+    scores = rng.random(300)
+    labels = (scores > 0.5).astype(np.int32)
+    assert float(jm.average_precision(scores, labels)) == 1.0
+    assert float(jm.roc_auc(scores, labels, sample_weight=np.ones(300))) == 1.0
+    assert float(jm.multiclass_roc_auc(np.stack([1 - scores, scores], -1), labels)) == 1.0

@@ -143,7 +143,8 @@ def multiclass_roc_auc(
     sum to 1 (scikit-learn refuses them; only the order of each class's scores counts) and that
     a class without samples makes its AUCs NaN (scikit-learn raises). "ovr": class c's scores
     against membership of class c; "macro" averages the C AUCs, "weighted" weighs them by
-    (weighted) prevalence, None returns them. "ovo": for each pair of classes, the mean of the
+    (weighted) prevalence, "micro" pools every (sample, class) pair into one binary ranking,
+    None returns them. "ovo": for each pair of classes, the mean of the
     two one-against-the-other AUCs over the samples of the pair; "macro" averages the pairs,
     "weighted" weighs a pair by its number of samples.
 
@@ -155,13 +156,14 @@ def multiclass_roc_auc(
     Conventions: ties between scores count 1/2, as in `roc_auc`. An average over a NaN AUC is
     NaN. NaN or infinite scores and class indices outside [0, C) raise `ValueError`
     eagerly, and so do negative or non-finite weights; under `jax.jit` that batch element is
-    NaN. An unknown `average` or `multi_class`, ``average=None`` with "ovo", and `sample_weight`
+    NaN. An unknown `average` or `multi_class`, None or "micro" with "ovo", and `sample_weight`
     with "ovo" (which scikit-learn does not define either) raise `ValueError`.
 
     Args:
       probs: ``[*batch, n, C]`` class scores.
       labels: ``[*batch, n]`` true class indices in [0, C).
-      average: "macro", "weighted", or None for the per-class AUCs ("ovr" only).
+      average: "macro", "weighted", "micro" ("ovr" only), or None for the per-class AUCs
+        ("ovr" only).
       multi_class: "ovr" (one-vs-rest) or "ovo" (one-vs-one).
       sample_weight: optional ``[*batch, n]`` non-negative weights ("ovr" only).
 
@@ -184,9 +186,9 @@ def multiclass_roc_auc(
     """
     validation.check_option(multi_class, "multi_class", _MULTI_CLASS)
     validation.check_option(average, "average", _ROC_AUC_AVERAGES)
-    if multi_class == "ovo" and average is None:
+    if multi_class == "ovo" and average not in ("macro", "weighted"):
         raise ValueError(
-            "`average` must be 'macro' or 'weighted' with multi_class='ovo'; got None."
+            f"`average` must be 'macro' or 'weighted' with multi_class='ovo'; got {average!r}."
         )
     if multi_class == "ovo" and sample_weight is not None:
         raise ValueError(
@@ -205,6 +207,9 @@ def multiclass_roc_auc(
         invalid = invalid | invalid_weights
         weights = weights[..., None, :]  # one weight per sample, the same for every class
         prevalence = (members * weights).sum(-1)
+    if average == "micro":  # every (sample, class) pair pooled into one binary ranking
+        auc = ranking.roc_auc(by_class, members, sample_weight=weights, average="micro")
+        return validation.nan_where(invalid, auc)
     if multi_class == "ovr":
         aucs = ranking.roc_auc(by_class, members, sample_weight=weights)
         weight = prevalence

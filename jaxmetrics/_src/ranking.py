@@ -132,11 +132,17 @@ def _roc_auc_kernel(
     if max_fpr is None:
         # the pair count: each positive beats the negatives below its tie group and half of
         # those inside it; one prefix sum (negatives) per weight vector, the bootstrap's case.
-        # Each factor is a share (divided before multiplying), so huge weights cannot overflow.
+        # Each factor is a share (at most 1), so huge weights cannot overflow. XLA divides by
+        # a broadcast total as a product with its reciprocal, so a share of n / n need not be
+        # 1: the pairs lost are summed beside those won, each exact where it is 0, and the
+        # smaller of the two gives the area (a separated ranking is exactly 1, a reversed 0).
         negatives = tallies.negative.astype(dtype)
         p, n = tallies.total_positive.astype(dtype), tallies.total_negative.astype(dtype)
-        beaten = (negatives[ranked.group_start] + negatives[ranked.group_stop]) / (2 * n)
-        return (tallies.positive_weights.astype(dtype) / p * beaten).sum()
+        below_twice = negatives[ranked.group_start] + negatives[ranked.group_stop]
+        positive_weights = tallies.positive_weights.astype(dtype)
+        won = (positive_weights * (below_twice / (2 * n))).sum() / p
+        lost = (positive_weights * ((2 * n - below_twice) / (2 * n))).sum() / p
+        return jnp.where(won <= lost, won, 1 - lost)
     x0, x1, y0, y1 = _auc_terms(groups, dtype)
     start = ranked.is_group_start
     # clip each segment at fpr = max_fpr, interpolating linearly along it (as sklearn does)
@@ -217,10 +223,12 @@ def _average_precision_kernel(scores: Array, labels: Array, weights: Array | Non
     dtype = validation.float_dtype()
     positives_in_group = (groups.tp - groups.tp_above).astype(dtype)
     precision_at_group = safe_divide(groups.tp, groups.tp + groups.fp, 0.0)
-    recall_steps = positives_in_group / groups.total_positive.astype(dtype)
-    steps = jnp.where(ranked.is_group_start, recall_steps * precision_at_group, 0)
+    # the recall steps' weights summed first and divided by P once: P terms of 1/P do not sum
+    # to 1 in floats, and a perfect ranking must give exactly 1
+    steps = jnp.where(ranked.is_group_start, positives_in_group * precision_at_group, 0)
+    ap = jnp.minimum(steps.sum() / groups.total_positive.astype(dtype), 1)
     one_class = (groups.total_positive == 0) | (groups.total_negative == 0)
-    return jnp.where(one_class, jnp.nan, steps.sum())
+    return jnp.where(one_class, jnp.nan, ap)
 
 
 @recipe.order_only

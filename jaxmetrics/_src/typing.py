@@ -47,9 +47,9 @@ def options_of(literal: object) -> tuple:
     return tuple(None if value is type(None) else value for value in values)
 
 
-# `multiclass_roc_auc(average=...)` (no "micro", as in scikit-learn) and the pairwise losses'
-# `surrogate`
-RocAucAverage: TypeAlias = Literal["macro", "weighted"] | None
+# `multiclass_roc_auc(average=...)` ("micro" with "ovr" only, as in scikit-learn) and the
+# pairwise losses' `surrogate`
+RocAucAverage: TypeAlias = Literal["micro", "macro", "weighted"] | None
 Surrogate: TypeAlias = Literal["logistic", "hinge", "squared_hinge", "sigmoid"]
 # `roc_auc(average=...)` / `average_precision(average=...)` over a multilabel label axis
 MultilabelAverage: TypeAlias = Literal["micro", "macro", "weighted", "samples"] | None
