@@ -163,6 +163,49 @@ def test_ndcg_matches_sklearn_with_ties_and_k():
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6, err_msg=f"k={k}")
 
 
+def test_ndcg_of_one_item_per_query_raises_as_sklearn():
+    with pytest.raises(ValueError, match="more than 1 document"):
+        skm.ndcg_score([[1.0]], [[0.5]])
+    for shape in ((1,), (5, 1)):
+        with pytest.raises(ValueError, match=r"more than one item per query.*\[n, 1\]"):
+            ndcg(np.ones(shape), np.ones(shape))
+        with pytest.raises(ValueError, match="more than one item per query"):
+            jax.jit(ndcg)(np.ones(shape), np.ones(shape))
+
+
+def torchmetrics_ap_at_k(scores, labels, k):
+    """torchmetrics' `retrieval_average_precision(preds, target, top_k=k)` (no ties): the mean
+    of precision@p over the relevant items found in the top k, 0 when none is found."""
+    top = labels[np.argsort(-scores, kind="stable")][:k]
+    places = np.flatnonzero(top) + 1
+    return 0.0 if places.size == 0 else float(np.mean(np.arange(1, places.size + 1) / places))
+
+
+def test_average_precision_at_k_with_torchmetrics_normaliser():
+    rng = np.random.default_rng(11)
+    scores = rng.permutation(40).reshape(4, 10).astype(np.float32)  # no ties
+    labels = (rng.random((4, 10)) < 0.4).astype(np.int32)
+    labels[0] = 0
+    labels[1, :] = 0
+    labels[1, np.argsort(-scores[1])[-1]] = 1  # query 1's one relevant item ranked last
+    for k in (1, 3, 10):
+        got = average_precision_at_k(scores, labels, k=k, normalizer="relevant_retrieved")
+        assert np.isnan(got[0])  # no relevant item at all: undefined, as for min(k, R)
+        expected = [torchmetrics_ap_at_k(s, y, k) for s, y in zip(scores[1:], labels[1:])]
+        np.testing.assert_allclose(got[1:], expected, rtol=1e-6, err_msg=f"k={k}")
+        default = average_precision_at_k(scores, labels, k=k)
+        hits = np.array([(y[np.argsort(-s)][:k]).sum() for s, y in zip(scores, labels)])
+        relevant = labels.sum(-1)
+        found = hits[1:] > 0
+        np.testing.assert_allclose(  # the two normalisers differ by hits / min(k, R)
+            default[1:][found],
+            (got[1:] * hits[1:] / np.minimum(k, relevant[1:]))[found],
+            rtol=1e-6,
+        )
+    with pytest.raises(ValueError, match="`normalizer` must be one of"):
+        average_precision_at_k(scores, labels, k=3, normalizer="torchmetrics")
+
+
 @pytest.mark.parametrize("name", list(METRICS))
 def test_every_metric_is_its_expectation_over_random_tie_breaks(problem, name):
     scores, targets, mask = targets_of(name, problem)

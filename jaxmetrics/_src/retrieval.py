@@ -11,6 +11,7 @@ One sort per query; the kernels and their tie rules are in `retrieval_ties.py`.
 from __future__ import annotations
 
 import sys
+from typing import Literal
 
 import jax.numpy as jnp
 import numpy as np
@@ -80,6 +81,13 @@ def ndcg(
       measures efficiently in the presence of tied scores", Proc. ECIR, LNCS 4956:414-421.
     """
     top = None if k is None else validation.check_count(k, "k")
+    if np.shape(scores)[-1:] == (1,):  # static: raise under jit too
+        raise ValueError(
+            "`scores` must hold more than one item per query (the last axis) for NDCG, which "
+            f"is 1 for any ranking of one item (scikit-learn refuses it too); got shape "
+            f"{tuple(np.shape(scores))}. Scores of shape [n, 1] are one item per query: "
+            "transpose them to [1, n] for one query of n items."
+        )
     return retrieval_ties.run(
         retrieval_ties.ndcg_kernel,
         scores,
@@ -249,7 +257,12 @@ def hit_rate_at_k(
 
 @recipe.order_only
 def average_precision_at_k(
-    scores: ArrayLike, labels: ArrayLike, *, k: int, sample_weight: ArrayLike | None = None
+    scores: ArrayLike,
+    labels: ArrayLike,
+    *,
+    k: int,
+    sample_weight: ArrayLike | None = None,
+    normalizer: Literal["min_k_relevant", "relevant_retrieved"] = "min_k_relevant",
 ) -> Array:
     r"""Average precision over the top k places of each query (AP@k), ties expected.
 
@@ -269,9 +282,17 @@ def average_precision_at_k(
     items above it, T of them relevant, g present items in it and r of them relevant (the
     fraction with g - 1 read as 0 when g = 1).
 
+    The normaliser: min(k, R) by default (the usual AP@k, e.g. of Kaggle's and RecBole's
+    MAP@k), so a query with more relevant items than places is scored on filling the k places;
+    ``normalizer="relevant_retrieved"`` divides by the relevant items found in the top k
+    instead, torchmetrics' `RetrievalMAP(top_k=k)`, which gives 0 when none is found (and
+    rewards finding one relevant item first among k = 10 with 1.0 however many exist).
+
     Conventions: the value is exactly the expected AP@k when ties are broken at random (all
     orders of a tie group equally likely; the expectation of each term is exact because the
     normaliser min(k, R) does not depend on the order), so it never depends on the item order.
+    With "relevant_retrieved" and a tie group cut by place k it is the expected sum over the
+    expected number found (torchmetrics breaks such ties by its sort's order).
     `k` counts present items; with fewer than k, every one counts. A query without a present
     relevant item gives NaN, never 0. `sample_weight` is an item mask: a weight there marks an
     item present or absent; per-query weights belong to the average over queries
@@ -287,6 +308,7 @@ def average_precision_at_k(
       k: the number of top places, a positive Python int.
       sample_weight: optional ``[*batch, Q, m]`` item mask of 0 and 1, broadcasting against
         `scores`.
+      normalizer: "min_k_relevant" (min(k, R)) or "relevant_retrieved" (torchmetrics').
 
     Returns:
       A float array of shape ``[*batch, Q]``.
@@ -304,7 +326,10 @@ def average_precision_at_k(
       efficiently in the presence of tied scores", Proc. ECIR, LNCS 4956:414-421.
     """
     k = validation.check_count(k, "k")
+    validation.check_option(normalizer, "normalizer", ("min_k_relevant", "relevant_retrieved"))
     values = retrieval_ties.run_binary(scores, labels, sample_weight, k=k)
+    if normalizer == "relevant_retrieved":
+        return values.average_precision_retrieved
     return values.average_precision_at_k
 
 

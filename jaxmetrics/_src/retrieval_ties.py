@@ -117,6 +117,7 @@ class BinaryValues(NamedTuple):
     recall_at_k: Array
     hit_rate_at_k: Array
     average_precision_at_k: Array
+    average_precision_retrieved: Array
     r_precision: Array
 
 
@@ -127,12 +128,17 @@ def binary_kernel(scores: Array, labels: Array, weights: Array | None, k: Array)
     p = places(scores, labels, weights)
     budget = jnp.minimum(k, p.total)
     undefined = p.total_relevant == 0
+    precision_sum = _precision_sum(p, budget)
     return BinaryValues(
         reciprocal_rank=jnp.where(undefined, jnp.nan, _reciprocal_rank(p)),
         recall_at_k=safe_divide(_expected_hits(p, budget), p.total_relevant, jnp.nan),
         hit_rate_at_k=jnp.where(undefined, jnp.nan, _hit_rate(p, budget)),
         average_precision_at_k=safe_divide(
-            _precision_sum(p, budget), jnp.minimum(k, p.total_relevant), jnp.nan
+            precision_sum, jnp.minimum(k, p.total_relevant), jnp.nan
+        ),
+        # torchmetrics' normaliser: the relevant items found (0 found: 0, as theirs)
+        average_precision_retrieved=jnp.where(
+            undefined, jnp.nan, safe_divide(precision_sum, _expected_hits(p, budget), 0.0)
         ),
         r_precision=safe_divide(_expected_hits(p, p.total_relevant), p.total_relevant, jnp.nan),
     )
