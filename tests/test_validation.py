@@ -144,3 +144,57 @@ def test_eager_calls_reuse_one_compilation_per_bucket(rng):
         eager, jitted = metric(scores, labels), jax.jit(metric)(scores, labels)
         for a, b in zip(jax.tree_util.tree_leaves(eager), jax.tree_util.tree_leaves(jitted)):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+NUMBER_OPTIONS = {  # (call with the option, its name): each takes a real number
+    "beta": lambda v: jm.max_f_beta(SCORES, LABELS, beta=v),
+    "f_beta": lambda v: jm.f_beta(jm.confusion_counts(SCORES, LABELS, [0.5]), beta=v),
+    "max_fpr": lambda v: jm.roc_auc(SCORES, LABELS, max_fpr=v),
+    "zero_division": lambda v: jm.precision(
+        jm.confusion_counts(SCORES, LABELS, [0.5]), zero_division=v
+    ),
+    "confidence": lambda v: jm.wilson_interval(3, 10, confidence=v),
+    "delong": lambda v: jm.delong(SCORES, LABELS, confidence=v),
+    "cost_fp": lambda v: jm.min_expected_cost(SCORES, LABELS, cost_fp=v, cost_fn=2.0),
+    "bayes": lambda v: jm.bayes_threshold(cost_fp=v, cost_fn=2.0),
+    "min_precision": lambda v: jm.recall_at_precision(SCORES, LABELS, min_precision=v),
+    "min_specificity": lambda v: jm.sensitivity_at_specificity(SCORES, LABELS, min_specificity=v),
+}
+
+
+@pytest.mark.parametrize("name", list(NUMBER_OPTIONS))
+def test_number_options_refuse_bools_and_strings(name):
+    """`float("0.5")` and `True >= 0` read them as numbers: they were accepted (issue 25, 12)."""
+    call = NUMBER_OPTIONS[name]
+    for bad in (True, "0.5"):
+        with pytest.raises(TypeError, match=rf"must be a (Python )?number; got {bad!r}"):
+            call(bad)
+    # a concrete scalar array is the number it holds
+    first = lambda result: np.ravel(jax.tree.leaves(result)[0])  # noqa: E731
+    np.testing.assert_array_equal(first(call(np.float32(0.5))), first(call(0.5)))
+
+
+def test_a_static_number_option_refuses_a_traced_value():
+    with pytest.raises(TypeError, match="`min_specificity` must be a Python number .* traced"):
+        jax.jit(lambda v: jm.sensitivity_at_specificity(SCORES, LABELS, min_specificity=v))(0.5)
+    # `zero_division` is traced into its program: a traced value works
+    counts = jm.confusion_counts(SCORES, LABELS, [0.95])  # nothing flagged: 0 / 0
+    assert float(jax.jit(lambda z: jm.precision(counts, zero_division=z))(0.25)[0]) == 0.25
+
+
+@pytest.mark.parametrize("average", ["micro", "samples", "macro", "weighted"])
+def test_multilabel_averages_name_a_wrong_sample_axis(average):
+    scores = np.random.default_rng(0).random((3, 8))
+    labels = (scores > 0.5).astype(int)
+    with pytest.raises(ValueError, match=r"`sample_weight` must have the same number of samples"):
+        jm.roc_auc(scores, labels, average=average, sample_weight=np.ones(5))
+    with pytest.raises(ValueError, match=r"`labels` must have the same number of samples"):
+        jm.average_precision(scores, labels[:, :5], average=average)
+
+
+def test_empty_class_probabilities_are_named_in_their_own_layout():
+    for function in (jm.multiclass_roc_auc, jm.multiclass_average_precision):
+        with pytest.raises(ValueError, match=r"`probs` is empty.*got shape \(0, 3\)"):
+            function(np.zeros((0, 3)), np.zeros(0, int))
+    with pytest.raises(ValueError, match=r"`probs` is empty"):
+        jm.top_k_accuracy(np.zeros((0, 3)), np.zeros(0, int), k=1)

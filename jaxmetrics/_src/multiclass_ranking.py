@@ -34,6 +34,11 @@ def _probability_matrix(probs: ArrayLike, labels: ArrayLike) -> tuple[Array, Arr
         probs = probs.astype(validation.float_dtype())
     if probs.ndim < 2:
         raise ValueError(f"`probs` must have shape [*batch, n, C]; got {tuple(probs.shape)}.")
+    if probs.shape[-2] == 0:  # before anything transposes it to [C, n]
+        raise ValueError(
+            f"`probs` is empty: at least one sample (a row of [*batch, n, C]) is needed; got "
+            f"shape {tuple(probs.shape)}."
+        )
     num_classes = probs.shape[-1]
     labels, invalid_labels = class_indices(labels, "labels", num_classes)
     if labels.shape[-1] != probs.shape[-2]:

@@ -58,6 +58,10 @@ def over_labels(
             f"`average={average!r}` averages over the label axis of `scores` [..., L, n]; got "
             f"shape {tuple(scores.shape)} (use average=None for one label)."
         )
+    # one sample axis for all three, checked here: "micro" and "samples" reshape them
+    validation.sample_axis_shapes(
+        [("scores", scores), ("labels", labels), ("sample_weight", weights)]
+    )
     if average == "samples":
         return _samples_average(metric, scores, labels, weights, xp, **options)
     if average == "micro":

@@ -103,6 +103,8 @@ def roc_auc(
       characteristic (ROC) curve", Radiology 143:29-36. McClish (1989), "Analyzing a portion of
       the ROC curve", Medical Decision Making 9:190-195.
     """
+    if max_fpr is not None:
+        max_fpr = validation.check_real(max_fpr, "max_fpr")
     if max_fpr is not None and not 0 < max_fpr <= 1:
         raise ValueError(f"`max_fpr` must be in (0, 1]; got {max_fpr}.")
     if max_fpr == 1:
@@ -132,17 +134,18 @@ def _roc_auc_kernel(
     if max_fpr is None:
         # the pair count: each positive beats the negatives below its tie group and half of
         # those inside it; one prefix sum (negatives) per weight vector, the bootstrap's case.
-        # Each factor is a share (at most 1), so huge weights cannot overflow. XLA divides by
-        # a broadcast total as a product with its reciprocal, so a share of n / n need not be
-        # 1: the pairs lost are summed beside those won, each exact where it is 0, and the
-        # smaller of the two gives the area (a separated ranking is exactly 1, a reversed 0).
+        # Twice the negatives below are scaled by a power of two to at most 1 (exact), so huge
+        # weights cannot overflow the sum; the area is then one division, rounded once, as the
+        # unweighted formula above. (A share divided by n per term is not: XLA divides by a
+        # broadcast total through its reciprocal, and n / n came out 0.99999994.)
         negatives = tallies.negative.astype(dtype)
         p, n = tallies.total_positive.astype(dtype), tallies.total_negative.astype(dtype)
-        below_twice = negatives[ranked.group_start] + negatives[ranked.group_stop]
-        positive_weights = tallies.positive_weights.astype(dtype)
-        won = (positive_weights * (below_twice / (2 * n))).sum() / p
-        lost = (positive_weights * ((2 * n - below_twice) / (2 * n))).sum() / p
-        return jnp.where(won <= lost, won, 1 - lost)
+        _, exponent = jnp.frexp(2 * n)
+        scale = jnp.ldexp(jnp.ones((), dtype), -exponent)  # 2 n scale lies in [1/2, 1)
+        below_twice = (negatives[ranked.group_start] + negatives[ranked.group_stop]) * scale
+        won = (tallies.positive_weights.astype(dtype) * below_twice).sum()
+        # float weights: the sum of the positives' weights may exceed P by an ulp
+        return jnp.minimum(won / (p * (2 * n * scale)), 1)
     x0, x1, y0, y1 = _auc_terms(groups, dtype)
     start = ranked.is_group_start
     # clip each segment at fpr = max_fpr, interpolating linearly along it (as sklearn does)
@@ -223,10 +226,12 @@ def _average_precision_kernel(scores: Array, labels: Array, weights: Array | Non
     dtype = validation.float_dtype()
     positives_in_group = (groups.tp - groups.tp_above).astype(dtype)
     precision_at_group = safe_divide(groups.tp, groups.tp + groups.fp, 0.0)
-    # the recall steps' weights summed first and divided by P once: P terms of 1/P do not sum
-    # to 1 in floats, and a perfect ranking must give exactly 1
-    steps = jnp.where(ranked.is_group_start, positives_in_group * precision_at_group, 0)
-    ap = jnp.minimum(steps.sum() / groups.total_positive.astype(dtype), 1)
+    recall_steps = positives_in_group / groups.total_positive.astype(dtype)
+    steps = jnp.where(ranked.is_group_start, recall_steps * precision_at_group, 0)
+    # P steps of 1/P do not sum to 1 in floats: a perfect ranking (every group holding a
+    # positive at precision 1) is 1 exactly
+    perfect = jnp.all((positives_in_group == 0) | (precision_at_group == 1))
+    ap = jnp.where(perfect, 1, jnp.minimum(steps.sum(), 1))
     one_class = (groups.total_positive == 0) | (groups.total_negative == 0)
     return jnp.where(one_class, jnp.nan, ap)
 

@@ -74,6 +74,7 @@ def _rate(rate_of, counts: Any, *, zero_division: float, average: Average, **par
     sentinel. `rate_of` is a module-level function, so the whole computation is one compiled
     program per rate, averaging and shape (`zero_division` and `params` are traced)."""
     validation.check_option(average, "average", _AVERAGES)
+    zero_division = validation.check_real(zero_division, "zero_division", traced=True)
     counts = _as_counts(counts)
     if average is not None and counts.tp.ndim == 0:
         raise ValueError(
@@ -416,6 +417,7 @@ def f_beta(
       Chinchor (1992), "MUC-4 evaluation metrics", Proc. 4th Message Understanding Conference,
       22-29.
     """
+    beta = validation.check_real(beta, "beta")
     if not beta >= 0:
         raise ValueError(f"`beta` must be >= 0; got {beta}.")
     if math.isinf(beta):  # the limit of F-beta as beta grows is recall

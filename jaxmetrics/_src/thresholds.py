@@ -11,7 +11,6 @@ exact order keys when the input was float64, see `validation.ScoreCodec`).
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -146,12 +145,8 @@ def _negative_cost_of_nothing(groups: sorting.Groups, cost_fp: float, cost_fn: f
 
 
 def check_level(value: Any, name: str) -> float:
-    """A floor such as `min_precision`: a Python real number in [0, 1] (bools refused)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(
-            f"`{name}` must be a Python number in [0, 1] (a static option); got {value!r} "
-            f"of type {type(value).__name__}."
-        )
+    """A floor such as `min_precision`: a number in [0, 1] (`validation.check_real`)."""
+    value = validation.check_real(value, name)
     if not 0 <= value <= 1:
         raise ValueError(f"`{name}` must be a number in [0, 1]; got {value!r}.")
     return float(value)
@@ -260,6 +255,7 @@ def max_f_beta(
       Lipton, Elkan & Naryanaswamy (2014), "Optimal thresholding of classifiers to maximize F1
       measure", Proc. ECML PKDD, LNCS 8725:225-239.
     """
+    beta = validation.check_real(beta, "beta")
     if not beta >= 0:
         raise ValueError(f"`beta` must be >= 0; got {beta}.")
     if math.isinf(beta):
@@ -432,7 +428,7 @@ def min_expected_cost(
     References:
       Elkan (2001), "The foundations of cost-sensitive learning", Proc. IJCAI, 973-978.
     """
-    _check_costs(cost_fp, cost_fn)
+    cost_fp, cost_fn = _check_costs(cost_fp, cost_fn)
     value, threshold = _search(
         scores,
         labels,
@@ -446,10 +442,13 @@ def min_expected_cost(
     return ThresholdChoice(-value, threshold)
 
 
-def _check_costs(cost_fp: Any, cost_fn: Any) -> None:
+def _check_costs(cost_fp: Any, cost_fn: Any) -> tuple[float, float]:
+    costs = []
     for name, cost in (("cost_fp", cost_fp), ("cost_fn", cost_fn)):
-        if not isinstance(cost, numbers.Real) or not 0 <= cost < math.inf:
+        costs.append(validation.check_real(cost, name))
+        if not 0 <= costs[-1] < math.inf:
             raise ValueError(f"`{name}` must be a finite number >= 0; got {cost!r}.")
+    return costs[0], costs[1]
 
 
 def bayes_threshold(*, cost_fp: float, cost_fn: float) -> float:
@@ -481,7 +480,7 @@ def bayes_threshold(*, cost_fp: float, cost_fn: float) -> float:
     References:
       Elkan (2001), "The foundations of cost-sensitive learning", Proc. IJCAI, 973-978.
     """
-    _check_costs(cost_fp, cost_fn)
+    cost_fp, cost_fn = _check_costs(cost_fp, cost_fn)
     if cost_fp + cost_fn == 0:
         raise ValueError("costs `cost_fp` and `cost_fn` must not both be 0.")
     return cost_fp / (cost_fp + cost_fn)

@@ -12,6 +12,7 @@ Shape and dtype errors raise in both regimes, because shapes and dtypes are know
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -133,12 +134,41 @@ def check_count(value: Any, name: str, *, minimum: int = 1) -> int:
     return int(value)
 
 
+def check_real(value: Any, name: str, *, traced: bool = False) -> Any:
+    """A real-number option: a Python or numpy real, never a bool or a string.
+
+    Python's `float` reads ``"0.9"`` and ``True`` as numbers, so options checked with it took
+    them silently. A concrete scalar array is read as the number it holds. With `traced`, a
+    traced scalar is accepted too (a hyper-parameter that may follow a schedule inside a jitted
+    step); otherwise the option is static, and a traced value is refused saying so.
+    """
+    if isinstance(value, bool | np.bool_ | str | bytes) or value is None:
+        kind = "a number" if traced else "a Python number"
+        raise TypeError(f"`{name}` must be {kind}; got {value!r} of type {type(value).__name__}.")
+    if isinstance(value, numbers.Real):
+        return value.item() if isinstance(value, np.generic) else value
+    dtype = getattr(value, "dtype", None)
+    real = dtype is not None and (
+        jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.integer)
+    )
+    if real and np.ndim(value) == 0:
+        if isinstance(value, jax.core.Tracer):
+            if traced:
+                return value
+            raise TypeError(
+                f"`{name}` must be a Python number (a static option), not a traced value; got "
+                f"{value!r}. Pass it as a constant, or mark it static in `jax.jit`."
+            )
+        return np.asarray(value).item()
+    raise TypeError(
+        f"`{name}` must be a number; got {value!r} of type {type(value).__name__}"
+        + (f" and shape {np.shape(value)}." if dtype is not None else ".")
+    )
+
+
 def check_probability_level(value: Any, name: str = "confidence") -> float:
-    """A level strictly inside (0, 1), e.g. `confidence`."""
-    try:
-        level = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"`{name}` must be a number in (0, 1); got {value!r}.") from None
+    """A level strictly inside (0, 1), e.g. `confidence`: a Python number."""
+    level = float(check_real(value, name))
     if not 0 < level < 1:
         raise ValueError(f"`{name}` must be in (0, 1); got {value!r}.")
     return level
