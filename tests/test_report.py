@@ -10,13 +10,16 @@ import contextlib
 import io
 import json
 import math
+import signal
 import sys
+import threading
 from fractions import Fraction
 
 import jax
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from matplotlib.axes import Axes
 from matplotlib.collections import PathCollection
 from scipy import stats
 from sklearn import calibration as sk_calibration
@@ -29,7 +32,7 @@ from jaxmetrics._src.report.evaluate import evaluate
 
 report_modules = {
     name: sys.modules[f"jaxmetrics._src.report.{name}"]
-    for name in ("command", "evaluate", "read", "render", "result")
+    for name in ("command", "evaluate", "plots", "read", "render", "result")
 }
 N = 200  # every data set here has this many rows and two score columns: one compiled shape
 
@@ -425,24 +428,95 @@ def test_plots_written_as_pngs_without_leftovers(full_run):
         assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
 
 
-def test_a_failed_write_leaves_nothing(tmp_path):
-    def Figure(fail):
-        figure = plt.figure()
-        if fail:
-            figure.savefig = lambda *args, **kwargs: (_ for _ in ()).throw(
-                RuntimeError("disk full")
-            )
-        return figure
+def test_reliability_plot_takes_a_wilson_bound_rounded_past_its_point(report):
+    """A float32 Wilson bound can land on the wrong side of its point (wilson_interval(23, 23)
+    gave high 0.99999994 < 1.0): matplotlib refuses the negative error bar, and the plot failed
+    on real data. The bar is drawn as 0 long instead."""
+    model = report.models["model_a"]
+    bins = list(model.calibration.reliability)
+    bins[9] = bins[9]._replace(count=23, mean_predicted=0.95, fraction_positive=1.0)
+    bins[9] = bins[9]._replace(low=0.857, high=0.99999994)
+    calibration = model.calibration._replace(reliability=tuple(bins))
+    report = report._replace(models={"model_a": model._replace(calibration=calibration)})
+    figure = plots(report)["reliability.png"]
+    figure.canvas.draw()
+    plt.close("all")
 
-    write_outputs = report_modules["command"].write_outputs
-    plots_dir = tmp_path / "new" / "plots"
-    figures = {"roc.png": Figure(False), "precision_recall.png": Figure(True)}
-    with pytest.raises(RuntimeError, match="disk full"):
-        write_outputs(tmp_path / "r.json", "{}\n", plots_dir, figures)
-    assert list(tmp_path.iterdir()) == []  # no JSON, no PNG, no temporary, no new folder
-    written = write_outputs(tmp_path / "r.json", "{}\n", plots_dir, {"roc.png": Figure(False)})
-    assert sorted(p.name for p in written) == ["r.json", "roc.png"]
-    assert sorted(p.name for p in plots_dir.iterdir()) == ["roc.png"]
+
+def _report_with_failing_reliability_plot(report, monkeypatch):
+    """`report_main` computes nothing (the module's `report` stands in for the evaluation) and
+    the reliability diagram fails where it drew the real failure: its error bars."""
+    monkeypatch.setattr(report_modules["evaluate"], "evaluate", lambda *args, **kwargs: report)
+
+    def broken(self, *args, **kwargs):
+        raise ValueError("'yerr' must not contain negative values\nsecond line")
+
+    monkeypatch.setattr(Axes, "errorbar", broken)
+
+
+def test_a_failed_plot_keeps_the_text_the_json_and_the_other_plots(
+    two_models, report, tmp_path, monkeypatch
+):
+    """A plot that fails costs that plot alone: the text is printed, the JSON written, the other
+    plots written, one line on stderr names the plot, and the exit status is 1 (an output that
+    was asked for is missing)."""
+    _report_with_failing_reliability_plot(report, monkeypatch)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = report_main(
+            two_models[0], "--label", "outcome", "--score", "model_a", "--score", "model_b",
+            "--json", tmp_path / "report.json", "--plots", tmp_path / "plots",
+        )  # fmt: skip
+    assert status == 1
+    assert "Ranking" in out.getvalue() and "Calibration of model_a" in out.getvalue()
+    assert f"JSON written to {tmp_path / 'report.json'}" in out.getvalue()
+    assert "plots written: " in out.getvalue() and "reliability" not in out.getvalue()
+    assert strict_json(tmp_path / "report.json")["models"]["model_a"]["roc_auc"]["estimate"]
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == [
+        "precision_recall.png",
+        "roc.png",
+    ]
+    lines = err.getvalue().strip("\n").split("\n")
+    assert len(lines) == 1, err.getvalue()
+    assert lines[0].startswith("jaxmetrics report: plot ")
+    assert str(tmp_path / "plots" / "reliability.png") in lines[0]
+    assert "ValueError: 'yerr' must not contain negative values" in lines[0]
+    assert not plt.get_fignums()  # the failed figure was closed too
+
+
+def test_plots_are_written_whole_and_together(report, tmp_path, monkeypatch):
+    """A plot whose file cannot be saved is left out (no temporary stays); an interrupt while
+    the plots are written leaves none of them, nor the folder it made."""
+    command = report_modules["command"]
+    save = command.save
+
+    def save_except_pr(figure, handle):
+        if "precision_recall" in handle.name:
+            plt.close(figure)
+            raise RuntimeError("disk full")
+        save(figure, handle)
+
+    monkeypatch.setattr(command, "save", save_except_pr)
+    written, failed = command.write_plots(tmp_path / "plots", report)
+    assert sorted(p.name for p in written) == ["reliability.png", "roc.png"]
+    assert list(failed) == ["precision_recall.png"] and "disk full" in str(
+        failed["precision_recall.png"]
+    )
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == ["reliability.png", "roc.png"]
+
+    def interrupted_at_the_second(figure, handle):
+        if "precision_recall" in handle.name:
+            plt.close(figure)
+            raise KeyboardInterrupt
+        save(figure, handle)
+
+    monkeypatch.setattr(command, "save", interrupted_at_the_second)
+    with pytest.raises(KeyboardInterrupt):
+        command.write_plots(tmp_path / "new" / "plots", report)
+    assert not (tmp_path / "new").exists()
+    command.write_whole(tmp_path / "r.json", "{}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plots", "r.json"]
+    plt.close("all")
 
 
 # --------------------------------------------------------------------------- reading
@@ -465,6 +539,25 @@ def test_read_long_fields_and_quoted_newlines(tmp_path):
     path.write_text(f"y,s\n1,{long_number}\n0,0.1\n")
     table = load_table(path, "y", ["s"])
     assert table.models["s"][0] == pytest.approx(1 / 3)
+
+
+def test_a_class_named_none_is_a_class_and_only_missing_marks_are_missing(tmp_path):
+    """Labels "none"/"disease" are two classes; blank cells and the marks tools write for a
+    missing value (NA, N/A, NaN, null) are missing."""
+    rows = [("none", 0.2), ("disease", 0.9), ("none", 0.1), ("disease", 0.7)]
+    path = write_csv(tmp_path / "classes.csv", ["y", "s"], rows)
+    table = load_table(path, "y", ["s"], positive="disease")
+    assert table.labels.tolist() == [0, 1, 0, 1]
+    for mark in ("", " ", "NA", "n/a", "NaN", "null"):
+        write_csv(path, ["y", "s"], [("none", 0.2), ("disease", 0.9), (mark, 0.1)])
+        with pytest.raises(ReportError, match=r"column 'y', line 4: label is missing"):
+            load_table(path, "y", ["s"], positive="disease")
+    write_csv(path, ["y", "s"], [("NA", 0.2), ("disease", 0.9)])
+    assert load_table(path, "y", ["s"], positive="NA").labels.tolist() == [1, 0]
+    read = report_modules["read"]
+    nulls = read._Column(["none", "disease", None], None, "row")  # a Parquet null is None
+    with pytest.raises(ReportError, match=r"column 'y', row 2: label is missing \(''\)"):
+        read._labels(nulls, "y", path, "disease")
 
 
 def test_read_ignores_unused_duplicate_columns(tmp_path):
@@ -634,3 +727,159 @@ def test_an_error_of_the_main_thread_stops_the_ranking_thread(two_models, monkey
     for thread in threads:
         thread.join(15)  # a million resamples take minutes: it stops after one call
         assert not thread.is_alive()
+
+
+def test_the_ranking_thread_may_report_progress_before_it_is_held(two_models, monkeypatch):
+    """The bootstrap's first progress call (which asks whether to stop) may come before the main
+    thread runs another line. It failed the README's test command with "NameError: cannot
+    access free variable 'background'": the thread started before the name was bound. Here the
+    whole bootstrap runs inside `start`, the latest moment the main thread could be at."""
+
+    class AtOnce(threading.Thread):
+        def start(self):
+            super().start()
+            if self.name == "jaxmetrics-ranking":
+                self.join()
+
+    monkeypatch.setattr(threading, "Thread", AtOnce)
+    calls = []
+    result = evaluate(
+        *_demo_table_and_metadata(two_models, 20), progress=lambda *call: calls.append(call)
+    )
+    assert calls[-1][1:] == (20, 20)
+    assert set(result.models) == {"model_a", "model_b"}
+
+
+def test_ctrl_c_swallowed_by_a_finalizer_still_exits_130(two_models, monkeypatch, capsys):
+    """A KeyboardInterrupt raised inside a garbage-collector callback or a `__del__` (JAX has
+    both) is printed as "Exception ignored" and lost: the report then ran on and exited 0. The
+    signal is delivered again; the exit status is 130 whenever the report ends."""
+    module = report_modules["evaluate"]
+    curves = module.evaluate_curves
+    signalled = []
+
+    class Finalizer:
+        def __del__(self):
+            signalled.append(True)
+            signal.raise_signal(signal.SIGINT)  # handled at once, inside __del__
+
+    def curves_then_ctrl_c(*args, **kwargs):
+        if not signalled:
+            Finalizer()  # dropped at once: __del__ runs here, on the main thread
+        return curves(*args, **kwargs)
+
+    monkeypatch.setattr(module, "evaluate_curves", curves_then_ctrl_c)
+    path = two_models[0]
+    status = report_main(
+        path, "--label", "outcome", "--score", "model_a", "--score", "model_b",
+        "--resamples", 20, "--quiet",
+    )  # fmt: skip
+    assert signalled and status == 130
+    captured = capsys.readouterr()
+    assert captured.err == "jaxmetrics report: interrupted\n"
+
+
+# --------------------------------------------------------------------------- friction
+
+
+def test_calibration_is_decided_per_score_column(two_models):
+    """One column of logits leaves the other columns' calibration (and Bayes threshold) in
+    place; the text says why the logits have none."""
+    table, metadata = _demo_table_and_metadata(two_models, 20)
+    logits = np.log(table.models["model_b"] / (1 - table.models["model_b"]))
+    table = table._replace(models={"model_a": table.models["model_a"], "logit": logits})
+    metadata = metadata._replace(score_columns=("model_a", "logit"), cost_fp=1.0, cost_fn=5.0)
+    result = evaluate(table, metadata)
+    assert result.models["model_a"].calibration is not None
+    assert result.models["logit"].calibration is None
+    rules = {name: [p.rule for p in model.thresholds] for name, model in result.models.items()}
+    assert "bayes" in rules["model_a"] and "bayes" not in rules["logit"]
+    text = render(result, source="scores.csv")
+    assert "Calibration of model_a: Brier" in text
+    assert "Calibration of logit: skipped, its scores are not all probabilities in [0, 1]" in text
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_is_whole_lines_unless_stderr_is_a_terminal():
+    """On a terminal one line is rewritten in place; in a file a carriage return would pile
+    every update onto one line: there, whole lines, the first update, one per tenth, the last."""
+    Progress = report_modules["command"].Progress
+    log = io.StringIO()
+    progress = Progress(log)
+    for done in [*range(128, 1000, 128), 1000]:
+        progress("AUC", done, 1000)
+    assert "\r" not in log.getvalue()
+    assert log.getvalue().splitlines() == [
+        f"bootstrap AUC: {done}/1000 resamples" for done in [*range(128, 1000, 128), 1000]
+    ]
+    log = io.StringIO()
+    progress = Progress(log)
+    for done in [*range(128, 100_000, 128), 100_000]:
+        progress("AUC", done, 100_000)
+    lines = log.getvalue().splitlines()
+    assert len(lines) == 11 and lines[0] == "bootstrap AUC: 128/100000 resamples"
+    assert lines[-1] == "bootstrap AUC: 100000/100000 resamples"
+    terminal = _Terminal()
+    progress = Progress(terminal)
+    progress("AUC", 128, 1000)
+    assert progress.open and terminal.getvalue() == "\rbootstrap AUC: 128/1000 resamples"
+    progress.close()
+    assert terminal.getvalue().endswith("resamples\n")
+
+
+# --------------------------------------------------------------------------- intervals that miss
+
+
+def _flagged(document):
+    """Every (path, interval) of the JSON that carries `estimate_outside_interval`."""
+    if isinstance(document, dict):
+        if "estimate_outside_interval" in document:
+            yield document
+        for value in document.values():
+            yield from _flagged(value)
+    elif isinstance(document, list):
+        for value in document:
+            yield from _flagged(value)
+
+
+def test_every_bootstrap_interval_says_whether_it_misses_its_estimate(full_run):
+    document = full_run[3]
+    intervals = list(_flagged(document))
+    # per model: AUC, AP and three clinical numbers; per pair: the AUC and AP differences
+    assert len(intervals) == 2 * 5 + 2
+    for interval in intervals:
+        estimate, low, high = interval["estimate"], interval["low"], interval["high"]
+        assert interval["estimate_outside_interval"] == (estimate < low or estimate > high)
+
+
+def test_an_interval_that_misses_its_estimate_is_marked_and_footnoted(report):
+    """ECE on 400 rows: 0.032, percentile interval [0.043, 0.093]. Binned and extreme metrics
+    are biased on resamples; the text marks such an interval and the JSON says so."""
+    interval = report_modules["evaluate"]._interval
+    data = report.data
+    samples = np.full((20, 1, 1), 0.06)
+    missed = jm.BootstrapResult(*(np.full((1, 1), v) for v in (0.032, 0.043, 0.093, 0.01)), samples)
+    assert interval(missed, 0, 0, data).estimate_outside_interval is True
+    inside = missed._replace(estimate=np.full((1, 1), 0.05))
+    assert interval(inside, 0, 0, data).estimate_outside_interval is False
+    few = data._replace(positives=1)  # no interval at all: nothing to miss
+    assert interval(missed, 0, 0, few).estimate_outside_interval is False
+
+    model = report.models["model_b"]
+    ap = model.average_precision._replace(low=model.average_precision.estimate + 0.01)
+    ap = ap._replace(high=ap.low + 0.1, estimate_outside_interval=True)
+    marked = report._replace(
+        models={**report.models, "model_b": model._replace(average_precision=ap)}
+    )
+    text = render(marked, source="scores.csv")
+    row = next(line for line in text.splitlines() if line.startswith("model_b "))
+    assert row.endswith("]*") and row.count("*") == 1
+    assert report_modules["render"].OUTSIDE_NOTE in text
+    assert report_modules["render"].OUTSIDE_NOTE not in render(report, source="scores.csv")
+    document = json.loads(report_modules["result"].to_json(marked))
+    assert document["models"]["model_b"]["average_precision"]["estimate_outside_interval"] is True
+    assert document["models"]["model_a"]["average_precision"]["estimate_outside_interval"] is False

@@ -4,7 +4,8 @@
 before JAX starts); `evaluate` computes every number with the library's public functions into
 the typed `result.Report` (it imports JAX, so this package leaves it to be imported by name:
 `jaxmetrics._src.report.evaluate`); `render` lays it out as text and `plots` draws it;
-`command` runs them in order and writes the outputs all at once.
+`command` runs them in order: the text and the JSON first, then the plots, each of which
+may fail alone.
 """
 
 from jaxmetrics._src.report.command import run as run

@@ -1,8 +1,11 @@
 """`jaxmetrics report`: check the options and output paths, read, evaluate, then write.
 
-Outputs appear all at once or not at all: every file is first written under a temporary name
-beside its destination and renamed into place only when all of them are written, so a run that
-fails or is interrupted leaves no partial JSON and no half set of plots.
+Once the numbers are computed, the text is printed and the JSON written before any plot is
+drawn, so a plot that fails never costs the report: it is left out, named on one line of
+stderr, the other plots are written, and the exit status is 1 (a requested output is missing,
+which a script must be able to see). Every file appears whole or not at all: it is written under
+a temporary name beside its destination and then renamed, the plots all together; a run that
+fails or is interrupted before its outputs leaves none.
 """
 
 from __future__ import annotations
@@ -11,26 +14,52 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from jaxmetrics import __version__
-from jaxmetrics._src.report.plots import draw, pyplot, save
+from jaxmetrics._src.report.plots import FILES, figure, pyplot, save
 from jaxmetrics._src.report.read import ReportError, Table, demo_data, load_table
 from jaxmetrics._src.report.render import render
-from jaxmetrics._src.report.result import Metadata, to_json
+from jaxmetrics._src.report.result import Metadata, Report, to_json
 
 CALIBRATION_BINS = 10
 
 
+def one_line(error: BaseException) -> str:
+    """`error` as `Type: first line of its message`."""
+    lines = str(error).strip().splitlines()
+    text = lines[0] if lines else ""
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or closed
+        return False
+
+
 class Progress:
-    """Bootstrap progress on one rewritten stderr line; `close` ends a line left open."""
+    """Bootstrap progress on stderr. On a terminal, one line rewritten in place (`close` ends a
+    line left open); elsewhere (a log file, a pipe), where a carriage return would pile every
+    update onto one line, whole lines: the first update, one each tenth of the work, the last."""
 
     def __init__(self, err: TextIO):
         self.err, self.open = err, False
+        self.in_place = _is_terminal(err)
+        self._shown: tuple[str, int] | None = None  # (label, tenths done) of the last line
 
     def __call__(self, label: str, done: int, total: int) -> None:
+        text = f"bootstrap {label}: {done}/{total} resamples"
+        if not self.in_place:
+            shown = (label, 10 * done // total)
+            if shown != self._shown:
+                self._shown = shown
+                self.err.write(text + "\n")
+                self.err.flush()
+            return
         self.open = True  # before writing: an interrupt may come at any moment
-        self.err.write(f"\rbootstrap {label}: {done}/{total} resamples")
+        self.err.write("\r" + text)
         if done == total:
             self.err.write("\n")
             self.open = False
@@ -79,44 +108,62 @@ def _staged_name(final: Path) -> Path:
     return final.with_name(f".{final.name}.{os.getpid()}.tmp")
 
 
-def write_outputs(
-    json_path: Path | None,
-    json_text: str | None,
-    plots_dir: Path | None,
-    figures: dict[str, Any],
-) -> list[Path]:
-    """Write the JSON and the figures under temporary names, then rename them all into place."""
-    staged: list[tuple[Path, Path]] = []
-    created: list[Path] = []
+def write_whole(final: Path, text: str) -> None:
+    """Write `text` (UTF-8) under a temporary name beside `final`, then rename it into place."""
+    temporary = _staged_name(final)
     try:
-        if figures:
-            missing = [p for p in (plots_dir, *plots_dir.parents) if not p.exists()]
-            for directory in reversed(missing):
-                directory.mkdir()
-                created.append(directory)
-            for name, figure in figures.items():
-                final = plots_dir / name
+        with temporary.open("x", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temporary, final)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    for folder in reversed(folders):
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
+
+
+def write_plots(directory: Path, report: Report) -> tuple[list[Path], dict[str, Exception]]:
+    """Draw each figure and write it as PNG in `directory` (made if need be), all renamed into
+    place together; returns the files written and, by file name, the error of each figure that
+    failed (the others are still written)."""
+    plt = pyplot()
+    staged: list[tuple[Path, Path]] = []
+    failed: dict[str, Exception] = {}
+    created = [p for p in (directory, *directory.parents) if not p.exists()][::-1]
+    try:
+        for folder in created:
+            folder.mkdir()
+        for name in FILES:
+            final, open_before = directory / name, set(plt.get_fignums())
+            try:
+                drawn = figure(name, report)
+                if drawn is None:
+                    continue
                 staged.append((_staged_name(final), final))
                 with staged[-1][0].open("xb") as handle:
-                    save(figure, handle)
-        if json_text is not None:
-            staged.append((_staged_name(json_path), json_path))
-            with staged[-1][0].open("x", encoding="utf-8") as handle:
-                handle.write(json_text)
+                    save(drawn, handle)
+            except Exception as error:  # noqa: BLE001 (a failed plot costs that plot alone)
+                failed[name] = error
+                if staged and staged[-1][1] == final:
+                    staged.pop()[0].unlink(missing_ok=True)
+                for number in set(plt.get_fignums()) - open_before:
+                    plt.close(number)
         for temporary, final in staged:
             os.replace(temporary, final)
     except BaseException:
         for temporary, _ in staged:
             temporary.unlink(missing_ok=True)
-        for directory in reversed(created):
-            try:
-                directory.rmdir()
-            except OSError:
-                pass
-        for figure in figures.values():
-            pyplot().close(figure)  # closing a saved (closed) figure is harmless
+        _remove_empty(created)
         raise
-    return [final for _, final in staged]
+    if not staged:
+        _remove_empty(created)
+    return [final for _, final in staged], failed
 
 
 def _options(args) -> None:
@@ -147,7 +194,8 @@ def run(
     err: TextIO | None = None,
     before_jax: Callable[[], object] | None = None,
 ) -> int:
-    """Run the report for parsed command-line `args`; `ReportError` for bad input or options.
+    """Run the report for parsed command-line `args`: 0, or 1 when a plot failed (the text and
+    JSON are complete); `ReportError` for bad input or options.
 
     The options, the output paths and the input are checked first, with numpy alone, so bad
     input fails before JAX starts (about 0.7 s); `before_jax` (the command line's choice of a
@@ -187,17 +235,22 @@ def run(
     finally:
         if progress is not None:
             progress.close()
-    text = render(report, source=source)
-    json_path = Path(args.json) if args.json else None
-    json_text = to_json(report) if args.json else None
-    plots_dir = Path(args.plots) if args.plots else None
-    figures = draw(report) if args.plots else {}
-    written = write_outputs(json_path, json_text, plots_dir, figures)
     if not args.quiet:
-        out.write(text)
-        if json_path is not None:
-            out.write(f"\nJSON written to {json_path}\n")
-        if figures or args.plots:
-            pngs = [str(p) for p in written if p.suffix == ".png"]
-            out.write("plots written: " + ", ".join(pngs) + "\n")
-    return 0
+        out.write(render(report, source=source))
+        out.flush()  # whatever happens to the files
+    if args.json:
+        write_whole(Path(args.json), to_json(report))
+        if not args.quiet:
+            out.write(f"\nJSON written to {Path(args.json)}\n")
+            out.flush()  # before any plot is drawn
+    if not args.plots:
+        return 0
+    written, failed = write_plots(Path(args.plots), report)
+    if written and not args.quiet:
+        out.write("plots written: " + ", ".join(str(p) for p in written) + "\n")
+    for name, error in failed.items():
+        err.write(
+            f"jaxmetrics report: plot {Path(args.plots) / name} not written: {one_line(error)} "
+            "(the rest of the report is complete)\n"
+        )
+    return 1 if failed else 0

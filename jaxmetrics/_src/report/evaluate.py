@@ -38,6 +38,7 @@ from jaxmetrics._src.report.result import (
     Report,
     RocBand,
     RocPoints,
+    estimate_outside,
 )
 
 # A curve keeps at most this many points in the report (and its JSON): more than a plot resolves.
@@ -239,9 +240,11 @@ class Ranking(NamedTuple):
 
 
 def _interval(result: jm.BootstrapResult, m: int, k: int, data: Data) -> Interval:
-    estimate = numbers([result.estimate[m, k], result.low[m, k], result.high[m, k]])
+    """Model `m`'s metric `k` of a bootstrap `result` with fields [M, K] (samples [B, M, K])."""
+    values = numbers([result.estimate[m, k], result.low[m, k], result.high[m, k]])
+    values = _interval_or_nan(values, data)
     undefined = int(np.isnan(result.samples[:, m, k]).sum())
-    return Interval(*_interval_or_nan(estimate, data), undefined)
+    return Interval(*values, undefined, estimate_outside(*values))
 
 
 def evaluate_ranking(
@@ -284,19 +287,17 @@ def evaluate_ranking(
         delong_low, delong_high = numbers(np.asarray(delong.low)), numbers(np.asarray(delong.high))
     aucs, aps = [], []
     for m in range(scores.shape[0]):
-        estimate = numbers([auc.estimate[m], auc.low[m], auc.high[m]])
+        interval = _interval(panel, m, 0, data)
         aucs.append(
             AucInterval(
-                *_interval_or_nan(estimate, data),
+                *interval[:3],
                 delong_low[m],
                 delong_high[m],
-                int(np.isnan(auc.samples[:, m]).sum()),
+                interval.undefined_resamples,
+                interval.estimate_outside_interval,
             )
         )
-        estimate = numbers([ap.estimate[m], ap.low[m], ap.high[m]])
-        aps.append(
-            Interval(*_interval_or_nan(estimate, data), int(np.isnan(ap.samples[:, m]).sum()))
-        )
+        aps.append(_interval(panel, m, 1, data))
     return Ranking(aucs, aps, clinical, bands, auc, ap)
 
 
@@ -316,14 +317,14 @@ def evaluate_comparison(
             if has_intervals(data) and not clustered:  # DeLong needs independent rows
                 test = numbers(jm.delong_test(scores[first], scores[second], labels))
             pair = dict(first=first, second=second)
-            auc_difference = jm.paired_difference(ranking.auc_samples, **pair)
-            ap_difference = jm.paired_difference(ranking.ap_samples, **pair)
+            auc = _interval_or_nan(numbers(jm.paired_difference(ranking.auc_samples, **pair)), data)
+            ap = _interval_or_nan(numbers(jm.paired_difference(ranking.ap_samples, **pair)), data)
             comparisons.append(
                 Comparison(
                     names[first],
                     names[second],
-                    AucDifference(*_interval_or_nan(numbers(auc_difference), data), *test),
-                    Difference(*_interval_or_nan(numbers(ap_difference), data)),
+                    AucDifference(*auc, *test, estimate_outside(*auc[:3])),
+                    Difference(*ap, estimate_outside(*ap[:3])),
                 )
             )
     return tuple(comparisons)
@@ -335,7 +336,12 @@ class _Cancelled(Exception):
 
 class _InBackground:
     """`function()` on a thread of its own, in a copy of the caller's context (the kernel
-    choices are context variables), its result or exception taken with `result()`."""
+    choices are context variables), its result or exception taken with `result()`.
+
+    Built, then started: `function` may read this object (the bootstrap's progress asks
+    `cancelled`) from its first step, so the thread starts only once the caller holds it
+    (starting it here failed the README's test command: the name was read before it was bound).
+    """
 
     def __init__(self, function: Callable[[], Any]):
         self.cancelled = threading.Event()
@@ -349,7 +355,16 @@ class _InBackground:
                 self._outcome.append((False, error))
 
         self._thread = threading.Thread(target=body, name="jaxmetrics-ranking", daemon=True)
+
+    def start(self) -> None:
         self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the thread at its next step and wait for it: a thread still inside XLA when the
+        interpreter exits can abort the process."""
+        self.cancelled.set()
+        if self._thread.is_alive():
+            self._thread.join()
 
     def result(self) -> Any:
         self._thread.join()
@@ -363,7 +378,10 @@ def evaluate(table: Table, metadata: Metadata, *, progress: Progress | None = No
     """Every number of the report (what --json writes) for `table`, as `metadata` says.
 
     The bootstrap (with DeLong) runs on a thread of its own while this one computes the rest:
-    XLA compiles and runs without Python's lock, so on two cores the compilations overlap."""
+    XLA compiles and runs without Python's lock, so on two cores the compilations overlap. An
+    error here stops that thread and waits for it; Ctrl-C only tells it to stop (at its next
+    step, which may be a compilation away) and returns at once: the command line then leaves
+    the process without waiting (`cli.main`)."""
     labels, names = table.labels, list(table.models)
     scores = np.stack([table.models[name] for name in names]).astype(np.float64)
     data = evaluate_data(labels)
@@ -379,9 +397,13 @@ def evaluate(table: Table, metadata: Metadata, *, progress: Progress | None = No
         lambda: evaluate_ranking(scores, labels, data, metadata, checked, table.clusters)
     )
     try:
+        background.start()
         models = _evaluate_models(metadata, scores, labels, names, background)
-    except BaseException:
+    except KeyboardInterrupt:
         background.cancelled.set()
+        raise
+    except BaseException:
+        background.stop()
         raise
     clustered = table.clusters is not None
     ranking = background.result()
@@ -396,10 +418,13 @@ def _evaluate_models(
     names: list[str],
     background: _InBackground,
 ) -> dict[str, ModelReport]:
-    """Each model's numbers: its own sections here, its ranking numbers from `background`."""
+    """Each model's numbers: its own sections here, its ranking numbers from `background`.
+
+    Calibration (and the Bayes threshold) are for a model whose scores are all probabilities
+    in [0, 1]: one column of logits leaves the others' calibration in place."""
     models, parts = {}, {}
-    is_probability = bool(np.all((scores >= 0) & (scores <= 1)))
     for m, name in enumerate(names):
+        is_probability = bool(np.all((scores[m] >= 0) & (scores[m] <= 1)))
         calibration = None
         if is_probability:
             calibration = evaluate_calibration(scores[m], labels, metadata.calibration_bins)

@@ -1,7 +1,8 @@
 """ROC, precision-recall and reliability diagrams, drawn from the curves and bins in a `Report`.
 
 Nothing is recomputed here: every point comes from the result that `evaluate` built (and that
---json writes), so a user can redraw the same pictures from the JSON.
+--json writes), so a user can redraw the same pictures from the JSON. Each figure is drawn on its
+own (`figure`), so the command can write the others when one fails.
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ import numpy as np
 from jaxmetrics._src.report.read import ReportError
 from jaxmetrics._src.report.render import fmt_interval
 from jaxmetrics._src.report.result import Report
-
-FILES = ("roc.png", "precision_recall.png", "reliability.png")
 
 
 def pyplot():
@@ -70,14 +69,19 @@ def _precision_recall(plt, report: Report):
 
 
 def _reliability(plt, report: Report):
-    calibrated = {n: m.calibration for n, m in report.models.items() if m.calibration is not None}
+    # each model keeps its colour of the other plots: its place among all models
+    calibrated = {
+        name: (index, model.calibration)
+        for index, (name, model) in enumerate(report.models.items())
+        if model.calibration is not None
+    }
     if not calibrated:
         return None
     figure, (axes, histogram) = plt.subplots(
         2, 1, figsize=(5.5, 7), sharex=True, height_ratios=(3, 1), layout="constrained"
     )
-    largest = max(b.count for c in calibrated.values() for b in c.reliability)
-    for index, (name, calibration) in enumerate(calibrated.items()):
+    largest = max(b.count for _, c in calibrated.values() for b in c.reliability)
+    for name, (index, calibration) in calibrated.items():
         color = f"C{index}"
         bins = calibration.reliability
         counts = np.array([b.count for b in bins])
@@ -88,10 +92,14 @@ def _reliability(plt, report: Report):
         axes.plot(x, y, color=color, linewidth=1, alpha=0.6)
         low = np.array([b.low for b in bins], float)
         high = np.array([b.high for b in bins], float)
+        # at least 0: a float32 Wilson bound can round to the wrong side of its point
+        # (wilson_interval(23, 23) gave high 0.99999994 < 1), and matplotlib refuses a
+        # negative error bar
+        below, above = np.maximum(y - low, 0), np.maximum(high - y, 0)
         axes.errorbar(
             x[filled],
             y[filled],
-            yerr=[(y - low)[filled], (high - y)[filled]],
+            yerr=[below[filled], above[filled]],
             fmt="none",
             ecolor=color,
             capsize=3,
@@ -116,15 +124,24 @@ def _reliability(plt, report: Report):
     return figure
 
 
+_FIGURES = {
+    "roc.png": _roc,
+    "precision_recall.png": _precision_recall,
+    "reliability.png": _reliability,
+}
+FILES = tuple(_FIGURES)
+
+
+def figure(name: str, report: Report):
+    """The figure written as `name` (one of `FILES`), or None: a reliability diagram needs a
+    model with calibration."""
+    return _FIGURES[name](pyplot(), report)
+
+
 def draw(report: Report) -> dict[str, object]:
     """The figures by file name (reliability only when some model has calibration)."""
-    plt = pyplot()
-    drawn = {
-        "roc.png": _roc(plt, report),
-        "precision_recall.png": _precision_recall(plt, report),
-        "reliability.png": _reliability(plt, report),
-    }
-    return {name: figure for name, figure in drawn.items() if figure is not None}
+    figures = {name: figure(name, report) for name in FILES}
+    return {name: drawn for name, drawn in figures.items() if drawn is not None}
 
 
 def save(figure, path) -> None:

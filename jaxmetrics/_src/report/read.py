@@ -3,6 +3,11 @@
 numpy and the standard library only, so a bad file fails fast, before any JAX work. Every problem
 raises `ReportError` with one line naming the file, the column and the line (CSV) or index (.npz,
 .parquet) where it was found.
+
+A label is missing when its cell is blank, null (Parquet) or NaN, or reads NA, N/A, NaN or null
+(any case): the marks that R, numpy and databases write for a missing value. Any other text is a
+class name, "none" included (classes "none"/"disease" are common); `--positive NA` still makes
+NA the positive class.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import numpy as np
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 _TRUE = {"1", "1.0", "true", "t", "yes", "y"}
 _FALSE = {"0", "0.0", "false", "f", "no", "n"}
-_MISSING = {"", "nan", "na", "n/a", "null", "none"}
+_MISSING = {"", "nan", "na", "n/a", "null"}  # compared in lower case
 # csv's default field limit (131,072 characters) would fail long fields with csv's own error; a
 # long field is read and then judged like any other.
 csv.field_size_limit(2**31 - 1)
@@ -163,7 +168,10 @@ def _missing_check(path: Path, wanted: list[str], available: list[str]) -> None:
 def _labels(column: _Column, name: str, path: Path, positive: str | None) -> np.ndarray:
     """0/1 labels; the first problem in file order is the one reported."""
     cells = column.cells
-    texts = cells.astype(str) if isinstance(cells, np.ndarray) else np.array(cells, dtype=str)
+    if isinstance(cells, np.ndarray):
+        texts = cells.astype(str)
+    else:  # a Parquet null is None: missing, not the text "None"
+        texts = np.array(["" if cell is None else cell for cell in cells], dtype=str)
     values, first_row, inverse = np.unique(texts, return_index=True, return_inverse=True)
     stripped = [str(v).strip() for v in values]
     problems = []  # (row, message) for each distinct bad value
@@ -172,7 +180,11 @@ def _labels(column: _Column, name: str, path: Path, positive: str | None) -> np.
     for k, text in enumerate(stripped):
         if text.lower() in _MISSING and text != positive:
             problems.append(
-                (first_row[k], f"label is missing ({_show(text)}); every row needs one")
+                (
+                    first_row[k],
+                    f"label is missing ({_show(text)}); every row needs one (blank cells and "
+                    "NA, N/A, NaN, null are read as missing)",
+                )
             )
         elif positive is None:
             if text.lower() in _TRUE:

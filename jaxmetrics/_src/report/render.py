@@ -4,9 +4,22 @@ from __future__ import annotations
 
 import math
 
-from jaxmetrics._src.report.result import Calibration, Comparison, Data, ModelReport, Report
+from jaxmetrics._src.report.result import (
+    Calibration,
+    Comparison,
+    Data,
+    Difference,
+    Interval,
+    ModelReport,
+    Report,
+)
 
 DASH = "–"  # an undefined value (NaN in the result, null in the JSON)
+OUTSIDE = "*"  # after a bootstrap interval that misses its own estimate
+OUTSIDE_NOTE = (
+    f"({OUTSIDE} the bootstrap interval misses its own estimate: the metric is biased on "
+    "resamples of this data, so that interval is off-centre; do not read it as a 95% range)"
+)
 
 
 def _defined(value: float | None) -> bool:
@@ -33,6 +46,16 @@ def fmt_interval(low: float, high: float, digits: int = 3, proportion: bool = Fa
     if proportion:  # a rate's interval lies in [0, 1]; rounding must not push it out
         low, high = min(max(low, 0.0), 1.0), min(max(high, 0.0), 1.0)
     return f"[{fmt(low, digits)}, {fmt(high, digits)}]"
+
+
+def fmt_bootstrap(interval: Interval | Difference) -> str:
+    """A bootstrap interval, marked when it misses the estimate (see `OUTSIDE_NOTE`)."""
+    marker = OUTSIDE if interval.estimate_outside_interval else ""
+    return fmt_interval(interval.low, interval.high) + marker
+
+
+def _outside_note(intervals) -> list[str]:
+    return [OUTSIDE_NOTE] if any(i.estimate_outside_interval for i in intervals) else []
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:
@@ -72,13 +95,16 @@ def render_ranking(report: Report) -> list[str]:
             [
                 name,
                 fmt(auc.estimate, 4),
-                fmt_interval(auc.low, auc.high),
+                fmt_bootstrap(auc),
                 fmt_interval(auc.delong_low, auc.delong_high),
                 fmt(ap.estimate, 4),
-                fmt_interval(ap.low, ap.high),
+                fmt_bootstrap(ap),
             ]
         )
     out.append(table(["model", "ROC AUC", "bootstrap", "DeLong", "AP", "bootstrap"], rows))
+    out += _outside_note(
+        i for m in report.models.values() for i in (m.roc_auc, m.average_precision)
+    )
     out.append(f"(AP of a random ranking = prevalence = {report.data.prevalence:.4f})")
     undefined = max(m.roc_auc.undefined_resamples for m in report.models.values())
     if undefined:
@@ -96,16 +122,12 @@ def render_ranking(report: Report) -> list[str]:
     out += ["", "High-specificity region (95% bootstrap intervals, the same resamples)"]
     rows = []
     for name, model in report.models.items():
-        c = model.clinical
         rows.append([name])
-        for value in (
-            c.partial_auc,
-            c.sensitivity_at_90_specificity,
-            c.sensitivity_at_95_specificity,
-        ):
-            rows[-1] += [fmt(value.estimate, 4), fmt_interval(value.low, value.high)]
+        for value in model.clinical:
+            rows[-1] += [fmt(value.estimate, 4), fmt_bootstrap(value)]
     header = ["model", "pAUC spec>=0.9", "bootstrap", "sens @ spec 0.90", "bootstrap"]
     out.append(table(header + ["sens @ spec 0.95", "bootstrap"], rows))
+    out += _outside_note(i for m in report.models.values() for i in m.clinical)
     out.append(
         "(pAUC: McClish-standardised partial AUC over false positive rates 0-0.1, 0.5 for a "
         "random ranking, 1 perfect; sensitivity of the most sensitive threshold meeting the "
@@ -137,7 +159,10 @@ def render_operating_points(name: str, model: ModelReport) -> list[str]:
 
 def render_calibration(name: str, calibration: Calibration | None) -> list[str]:
     if calibration is None:
-        return ["(calibration skipped: scores are not probabilities in [0, 1])"]
+        return [
+            "",
+            f"Calibration of {name}: skipped, its scores are not all probabilities in [0, 1]",
+        ]
     out = [
         "",
         f"Calibration of {name}: Brier {fmt(calibration.brier, 4)}, log loss "
@@ -175,16 +200,20 @@ def render_comparison(comparison: tuple[Comparison, ...], resamples: int) -> lis
             [
                 f"{c.first} - {c.second}",
                 fmt(auc.estimate, 4, sign="+"),
-                fmt_interval(auc.low, auc.high),
+                fmt_bootstrap(auc),
                 _p(auc.delong_p_value),
                 _p(auc.bootstrap_p_value, resamples),
                 fmt(ap.estimate, 4, sign="+"),
-                fmt_interval(ap.low, ap.high),
+                fmt_bootstrap(ap),
                 _p(ap.bootstrap_p_value, resamples),
             ]
         )
     header = ["models", "ΔAUC", "bootstrap", "DeLong p", "boot p", "ΔAP", "bootstrap", "boot p"]
-    return ["", "Paired comparison (same samples; differences first - second)", table(header, rows)]
+    title = "Paired comparison (same samples; differences first - second)"
+    differences = [
+        i for c in comparison for i in (c.roc_auc_difference, c.average_precision_difference)
+    ]
+    return ["", title, table(header, rows), *_outside_note(differences)]
 
 
 def _p(value: float, resamples: int | None = None) -> str:

@@ -1,7 +1,13 @@
 """The report's numbers as typed results: `evaluate` builds them, `render` and `plots` read them.
 
-Every field is a plain Python value (float, int, str, tuple or another of these tuples), so
-`to_json` is a recursive `_asdict()`. Undefined values are NaN here and null in the JSON.
+Every field is a plain Python value (float, int, str, bool, tuple or another of these tuples),
+so `to_json` is a recursive `_asdict()`. Undefined values are NaN here and null in the JSON.
+
+Every bootstrap interval comes with `estimate_outside_interval`: a percentile interval is the
+spread of the metric over resamples, and where the metric is biased on resamples (binned ECE on
+a few hundred rows, a sensitivity at a specificity on few negatives) it can miss the estimate
+itself. The text marks such an interval; the JSON says it here. DeLong's and Wilson's intervals
+contain their estimate by construction and carry no flag.
 """
 
 from __future__ import annotations
@@ -9,6 +15,11 @@ from __future__ import annotations
 import json
 import math
 from typing import Any, NamedTuple
+
+
+def estimate_outside(estimate: float, low: float, high: float) -> bool:
+    """Whether the interval [low, high] misses `estimate`; False when either is undefined."""
+    return estimate < low or estimate > high  # a NaN compares False
 
 
 class Metadata(NamedTuple):
@@ -49,6 +60,7 @@ class AucInterval(NamedTuple):
     delong_low: float
     delong_high: float
     undefined_resamples: int  # resamples with one class drawn, left out of the interval
+    estimate_outside_interval: bool  # the bootstrap interval (low, high) misses the estimate
 
 
 class Interval(NamedTuple):
@@ -58,6 +70,7 @@ class Interval(NamedTuple):
     low: float
     high: float
     undefined_resamples: int
+    estimate_outside_interval: bool
 
 
 class OperatingPoint(NamedTuple):
@@ -141,7 +154,7 @@ class ModelReport(NamedTuple):
     average_precision: Interval
     clinical: Clinical
     thresholds: tuple[OperatingPoint, ...]
-    calibration: Calibration | None  # None when the scores are not all in [0, 1]
+    calibration: Calibration | None  # None when this model's scores are not all in [0, 1]
     roc_curve: RocPoints
     roc_band: RocBand
     precision_recall_curve: PrPoints
@@ -158,6 +171,7 @@ class AucDifference(NamedTuple):
     delong_p_value: float
     delong_low: float
     delong_high: float
+    estimate_outside_interval: bool  # the bootstrap interval (low, high) misses the estimate
 
 
 class Difference(NamedTuple):
@@ -165,6 +179,7 @@ class Difference(NamedTuple):
     low: float
     high: float
     bootstrap_p_value: float
+    estimate_outside_interval: bool
 
 
 class Comparison(NamedTuple):
