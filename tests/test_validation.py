@@ -1,4 +1,5 @@
 import math
+import warnings
 
 import jax
 import numpy as np
@@ -198,3 +199,23 @@ def test_empty_class_probabilities_are_named_in_their_own_layout():
             function(np.zeros((0, 3)), np.zeros(0, int))
     with pytest.raises(ValueError, match=r"`probs` is empty"):
         jm.top_k_accuracy(np.zeros((0, 3)), np.zeros(0, int), k=1)
+
+
+def test_labels_first_in_scikit_learns_order_is_warned_once(monkeypatch):
+    """`jm.roc_auc(y, hard_predictions)` is valid input in the wrong order: both arrays are 0/1
+    integers, and it gave 0.667 for 0.705 without a word (issue 25, item 14)."""
+    from jaxmetrics._src import validation
+
+    monkeypatch.setattr(validation, "_swap_warned", False)
+    labels = np.array([0, 1, 1, 0, 1, 0, 0, 1])
+    hard = np.array([0, 1, 0, 0, 1, 1, 0, 1])
+    with pytest.warns(UserWarning, match="jaxmetrics takes f\\(scores, labels\\)") as record:
+        jm.roc_auc(labels, hard)
+    assert record[0].filename == __file__  # points at the caller's line
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        jm.roc_auc(labels, hard)  # once a process
+        monkeypatch.setattr(validation, "_swap_warned", False)
+        jm.roc_auc(hard.astype(np.float32), labels)  # float scores are never suspected
+    with pytest.raises(ValueError, match=r"found 2 at index 0\. \(The scores come first"):
+        jm.average_precision(np.array([0.0, 1, 1, 0]), np.array([2, 1, 1, 0]))

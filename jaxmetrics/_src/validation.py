@@ -13,6 +13,8 @@ Shape and dtype errors raise in both regimes, because shapes and dtypes are know
 from __future__ import annotations
 
 import numbers
+import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -354,6 +356,47 @@ def check_weights(weights: Array, name: str = "sample_weight") -> Array:
     return invalid | jnp.any(weights < 0, axis=-1) | too_large
 
 
+_ORDER_HINT = (
+    "(The scores come first: f(scores, labels), unlike scikit-learn's (y_true, y_score); the "
+    "scores here are all 0 or 1.)"
+)
+_swap_warned = False
+
+
+def _zeros_and_ones(values: np.ndarray | None) -> bool:
+    return values is not None and values.size > 0 and bool(np.all((values == 0) | (values == 1)))
+
+
+def warn_if_swapped(scores: Any, labels: Any) -> None:
+    """Warn, once a process, when both arrays are 0/1 integers (or bools), concrete.
+
+    ``jm.roc_auc(y, hard_predictions)`` in scikit-learn's order is then valid input and gives
+    another number without an error. Float scores are never suspected (and never scanned).
+    """
+    global _swap_warned
+    if _swap_warned:
+        return
+    arrays = [np.asarray(a) if isinstance(a, list | tuple) else a for a in (scores, labels)]
+    if not all(
+        isinstance(a, np.ndarray | jax.Array)
+        and (a.dtype == np.bool_ or np.issubdtype(a.dtype, np.integer))
+        for a in arrays
+    ):
+        return
+    if all(_zeros_and_ones(host_values(a)) for a in arrays):
+        _swap_warned = True
+        frame, level = sys._getframe(0), 1  # point at the caller's line, outside jaxmetrics
+        while frame is not None and frame.f_globals.get("__name__", "").startswith("jaxmetrics"):
+            frame, level = frame.f_back, level + 1
+        warnings.warn(
+            "`scores` and `labels` are both 0/1 integers: jaxmetrics takes f(scores, labels), "
+            "unlike scikit-learn's (y_true, y_score). If the first array holds the labels, swap "
+            "them. (Hard 0/1 predictions as scores are fine; this is said once.)",
+            UserWarning,
+            stacklevel=level,
+        )
+
+
 def binary_inputs(
     scores: Any,
     labels: Any,
@@ -369,6 +412,7 @@ def binary_inputs(
     `host=True`, concrete inputs come back as numpy arrays (see `as_real_array`).
     """
     split = {"host": host, "keep_split": keep_split}
+    warn_if_swapped(scores, labels)
     scores = as_scores(scores, **split)
     labels = as_real_array(labels, "labels", **split)
     weights = (
@@ -377,7 +421,12 @@ def binary_inputs(
     batch_shape = sample_axis_shapes(
         [("scores", scores), ("labels", labels), ("sample_weight", weights)]
     )
-    invalid = check_finite(scores, "scores") | check_binary_labels(labels)
+    try:
+        invalid = check_finite(scores, "scores") | check_binary_labels(labels)
+    except ValueError as error:
+        if _zeros_and_ones(host_values(scores)):  # labels passed where the scores go?
+            raise ValueError(f"{error} {_ORDER_HINT}") from None
+        raise
     if weights is not None:
         invalid = invalid | check_weights(weights)
     xp = np if isinstance(invalid, np.ndarray) else jnp
@@ -494,6 +543,7 @@ def ranking_inputs(
     With `thresholds` (compared against the scores), the codec is used only when they are
     concrete too, and then encodes them with the scores.
     """
+    warn_if_swapped(scores, labels)
     keys, codec = order_keys(scores, thresholds=thresholds)
     scores, labels, weights, invalid = binary_inputs(
         keys, labels, sample_weight, host=True, keep_split=True
