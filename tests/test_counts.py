@@ -181,3 +181,44 @@ def test_bad_input_under_jit_gives_nan_rates():
     labels_with_a_two = jnp.array([0, 1, 2, 0])
     counts = jax.jit(jm.confusion_counts)(jnp.array([0.1, 0.9, 0.3, 0.4]), labels_with_a_two, 0.5)
     assert math.isnan(float(jm.recall(counts)))
+
+
+def test_an_empty_threshold_grid_raises_naming_thresholds():
+    scores, labels = np.array([0.2, 0.7, 0.4]), np.array([0, 1, 1])
+    for empty in ([], np.zeros((2, 0))):
+        with pytest.raises(ValueError, match=r"`thresholds` must hold at least one threshold.*"):
+            jm.confusion_counts(scores, labels, empty)
+    with pytest.raises(ValueError, match=r"got an empty array of shape \(2, 0\)"):
+        jm.confusion_counts(scores, labels, np.zeros((2, 0)))
+
+
+def test_integer_weights_are_counted_in_int64_under_x64(x64):
+    # uint32 weights of 2^32 - 1: the total is past int32, well inside int64
+    scores = np.array([0.1, 0.4, 0.35, 0.8, 0.6])
+    labels = np.array([0, 0, 1, 1, 0])
+    grid = np.array([0.0, 0.35, 0.5, 0.9])
+    weights = np.array([2**32 - 1, 2**32 - 1, 2**32 - 2, 2**32 - 1, 7], np.uint32)
+    # the oracle: exact Python-int sums of the weights on each side of each threshold
+    expected = [
+        [
+            sum(int(w) for s, y, w in zip(scores, labels, weights) if (s >= t) == flag and y == y1)
+            for t in grid
+        ]
+        for flag, y1 in ((True, 1), (True, 0), (False, 1), (False, 0))
+    ]
+    eager = jm.confusion_counts(scores, labels, grid, sample_weight=weights)
+    jitted = jax.jit(jm.confusion_counts)(scores, labels, grid, sample_weight=weights)
+    for counts in (eager, jitted):
+        assert [c.dtype for c in counts] == [np.int64] * 4
+        assert [np.asarray(c).tolist() for c in counts] == expected
+    # int64 weights too, and a row total past int64 raises eagerly, marks -1 under jit
+    counts = jm.confusion_counts(scores, labels, 0.5, sample_weight=weights.astype(np.int64) << 20)
+    assert int(counts.tp) == (2**32 - 1) << 20
+    huge = np.full(5, 2**61, np.int64)
+    with pytest.raises(ValueError, match=r"`sample_weight` must sum to at most 2\^63 - 1"):
+        jm.confusion_counts(scores, labels, 0.5, sample_weight=huge)
+    marked = jax.jit(jm.confusion_counts)(scores, labels, 0.5, sample_weight=huge)
+    assert [int(c) for c in marked] == [-1] * 4
+    # float weights still give float64 sums, unit weights int32 counts of samples
+    assert jm.confusion_counts(scores, labels, 0.5, sample_weight=np.ones(5)).tp.dtype == np.float64
+    assert jm.confusion_counts(scores, labels, 0.5).tp.dtype == np.int32

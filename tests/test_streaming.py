@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from sklearn import metrics as skm
 
 import jaxmetrics as jm
 from jaxmetrics import streaming
@@ -327,3 +328,209 @@ def test_multiclass_confusion_state_is_float64_under_x64(rng, x64):
     state = state.update(rng.integers(0, 3, 30), rng.integers(0, 3, 30), sample_weight=weights)
     for leaf in jax.tree_util.tree_leaves(state.compute()):
         assert leaf.dtype == np.float64
+
+
+# ----------------------------------------------------------------------------- precision
+# A score and a threshold are compared in one precision, the scores' own (float64 for float64
+# scores called eagerly or with x64 on, float32 for float32 scores), the same eagerly and under
+# jit, and equal to `confusion_counts` at the thresholds in that precision. The oracle is numpy
+# comparing in that precision.
+
+# float64 decimals with ties; float32 moves some down (0.35, 0.7) and some up (0.1, 0.3), but
+# keeps every order and tie, so a jitted update (float32 without x64) must count as eagerly
+PRECISION_SCORES = np.array([0.1, 0.4, 0.35, 0.8, 0.6, 0.3, 0.7, 0.35, 0.3, 0.55])
+PRECISION_LABELS = np.array([0, 0, 1, 1, 0, 1, 1, 0, 0, 1])
+
+
+@pytest.fixture(params=["x64_off", "x64_on"])
+def mode(request):
+    if request.param == "x64_on":
+        request.getfixturevalue("x64")
+    return request.param
+
+
+def brute_force_counts(scores, labels, thresholds, dtype):
+    """[tp, fp, fn, tn], each [..., T]: numpy's ``scores >= threshold`` in `dtype`."""
+    flagged = scores.astype(dtype)[..., None, :] >= np.asarray(thresholds, dtype)[:, None]
+    positive = (labels == 1)[..., None, :]
+    return [
+        (flagged & positive).sum(-1),
+        (flagged & ~positive).sum(-1),
+        (~flagged & positive).sum(-1),
+        (~flagged & ~positive).sum(-1),
+    ]
+
+
+def assert_counts(counts, expected):
+    for got, want in zip(counts, expected):
+        np.testing.assert_array_equal(np.asarray(got), want)
+
+
+update = jax.jit(lambda state, s, y: state.update(s, y))
+
+
+def test_float64_scores_are_compared_with_the_thresholds_as_given(mode):
+    scores, labels = PRECISION_SCORES, PRECISION_LABELS
+    thresholds = np.unique(scores)
+    expected = brute_force_counts(scores, labels, thresholds, np.float64)
+    # float32 keeps this data's order and ties: jit (float32 without x64) sees the same counts
+    assert_counts(expected, brute_force_counts(scores, labels, thresholds, np.float32))
+    counts = jax.jit(lambda s, y: jm.confusion_counts(s, y, thresholds))(scores, labels)
+    assert_counts(counts, expected)
+    assert_counts(jm.confusion_counts(scores, labels, thresholds), expected)
+    binary = streaming.ConfusionState.empty(thresholds=thresholds)
+    curve = streaming.BinnedCurve.empty(thresholds=thresholds)
+    for state in (binary.update(scores, labels), update(binary, scores, labels)):
+        assert_counts(state.counts, expected)
+    for state in (curve.update(scores, labels), update(curve, scores, labels)):
+        np.testing.assert_array_equal(state.tp, expected[0])
+        np.testing.assert_array_equal(state.fp, expected[1])
+        result = state.compute()  # a grid holding every score: exact
+        assert float(result["roc_auc"]) == pytest.approx(skm.roc_auc_score(labels, scores))
+        assert float(result["average_precision"]) == pytest.approx(
+            skm.average_precision_score(labels, scores)
+        )
+    # a threshold equal to a float64 score flags it (0.3 < float32(0.3))
+    one = streaming.ConfusionState.empty(thresholds=[0.3])
+    batch = np.array([0.3, 0.2]), np.array([1, 0])
+    assert one.update(*batch).counts.tp.tolist() == [1]
+    assert update(one, *batch).counts.tp.tolist() == [1]
+
+
+def test_float32_scores_are_compared_in_their_precision_eagerly_and_under_jit(mode):
+    scores, labels = PRECISION_SCORES.astype(np.float32), PRECISION_LABELS
+    thresholds = [0.35, 0.5, 0.7]  # 0.35 and 0.7 are not float32 numbers
+    precision = np.float64 if mode == "x64_on" else np.float32
+    expected = brute_force_counts(scores, labels, thresholds, precision)
+    if mode == "x64_off":  # float32(0.7) < 0.7: flagged in float32, not in float64
+        assert expected[0][2] > brute_force_counts(scores, labels, thresholds, np.float64)[0][2]
+    binary = streaming.ConfusionState.empty(thresholds=thresholds)
+    curve = streaming.BinnedCurve.empty(thresholds=thresholds)
+    for state in (binary.update(scores, labels), update(binary, scores, labels)):
+        assert_counts(state.counts, expected)
+    for state in (curve.update(scores, labels), update(curve, scores, labels)):
+        np.testing.assert_array_equal(state.tp, expected[0])
+    as_compared = np.asarray(thresholds, precision)
+    assert_counts(jm.confusion_counts(scores, labels, as_compared), expected)
+
+
+def test_a_collection_compares_as_its_members_do(mode):
+    thresholds = np.unique(PRECISION_SCORES)
+    members = {
+        "curve": streaming.BinnedCurve.empty(thresholds=thresholds),
+        "at": streaming.ConfusionState.empty(thresholds=[0.3, 0.7]),
+        "exact": streaming.ExactCurve.empty(16),
+    }
+    collection = streaming.Collection(members)
+    for scores in (PRECISION_SCORES, PRECISION_SCORES.astype(np.float32)):
+        precision = np.float32 if scores.dtype == np.float32 and mode == "x64_off" else np.float64
+        curve = brute_force_counts(scores, PRECISION_LABELS, thresholds, precision)
+        at = brute_force_counts(scores, PRECISION_LABELS, [0.3, 0.7], precision)
+        for updated in (
+            collection.update(scores, PRECISION_LABELS),
+            update(collection, scores, PRECISION_LABELS),
+        ):
+            states = updated.states
+            np.testing.assert_array_equal(states["curve"].tp, curve[0])
+            np.testing.assert_array_equal(states["curve"].fp, curve[1])
+            assert_counts(states["at"].counts, at)
+            assert float(states["exact"].compute()["roc_auc"]) == pytest.approx(
+                skm.roc_auc_score(PRECISION_LABELS, scores)
+            )
+
+
+@pytest.fixture
+def near_ties(rng):
+    """Scores 0.5 + z * 1e-9: distinct in float64, all equal to 0.5 in float32."""
+    labels = (rng.random(40) < 0.4).astype(np.int32)
+    labels[:2] = [0, 1]
+    scores = 0.5 + (rng.normal(size=40) + labels) * 1e-9
+    assert np.unique(scores.astype(np.float32)).size == 1
+    return scores, labels
+
+
+def test_exact_curve_stores_eager_float64_scores_exactly(near_ties):
+    scores, labels = near_ties
+    state = streaming.ExactCurve.empty(64).update(scores[:25], labels[:25])
+    state = state.update(scores[25:], labels[25:])
+    result = state.compute()
+    expected = skm.roc_auc_score(labels, scores)
+    assert expected > 0.6  # far from the 0.5 of the float32 values
+    assert float(result["roc_auc"]) == pytest.approx(expected, abs=1e-6)
+    assert float(result["roc_auc"]) == pytest.approx(float(jm.roc_auc(scores, labels)), abs=1e-6)
+    assert float(result["average_precision"]) == pytest.approx(
+        skm.average_precision_score(labels, scores), abs=1e-6
+    )
+    # the stored values come back in the results' float type: here numpy's float32 rounding
+    np.testing.assert_array_equal(np.asarray(state.scores)[:40], scores.astype(np.float32))
+
+
+def test_exact_curve_stores_the_same_keys_eagerly_and_under_jit(rng, mode):
+    # float32 scores (or any, with x64 on) reach a jitted update unchanged: the same buffer
+    values = [0.0, -0.0, 1.5, -1.5, 1e-30, -3e38, 3e38, 0.1, 2.0**-126, 7.0]
+    dtype = np.float64 if mode == "x64_on" else np.float32
+    scores = np.asarray(values + list(rng.normal(size=6)), dtype)
+    labels = np.arange(scores.size) % 2
+    empty = streaming.ExactCurve.empty(20)
+    eager, jitted = empty.update(scores, labels), update(empty, scores, labels)
+    for a, b in zip(jax.tree_util.tree_leaves(eager), jax.tree_util.tree_leaves(jitted)):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(np.asarray(eager.scores)[: scores.size], scores)
+    for result in (eager.compute(), jax.jit(lambda state: state.compute())(jitted)):
+        assert float(result["roc_auc"]) == pytest.approx(skm.roc_auc_score(labels, scores))
+
+
+def test_the_stored_scores_come_back_rounded_to_the_nearest_float32(rng):
+    # the float32 of a float64, from its bits: numpy's own cast is the oracle (ties to even,
+    # past the largest float32 to infinity; subnormals are zero, as XLA's CPU has them)
+    halfway = np.float64(np.float32(1.0)) + 2.0**-24  # exactly between two float32 numbers
+    values = np.concatenate(
+        [
+            rng.normal(size=20) * 10.0 ** rng.integers(-30, 30, 20),
+            [halfway, -halfway, 1 + 3 * 2.0**-24, 3.5e38, -1e300, 1e-300, 2.0**-126, 0.0],
+        ]
+    )
+    with np.errstate(over="ignore"):  # (the shared input check casts to float32 on the way)
+        state = streaming.ExactCurve.empty(values.size).update(values, np.arange(values.size) % 2)
+        expected = values.astype(np.float32)
+    expected[np.abs(expected) < np.finfo(np.float32).tiny] = 0.0
+    np.testing.assert_array_equal(np.asarray(state.scores), expected)
+
+
+def test_thresholds_must_be_a_non_empty_set_without_nan():
+    for empty in (
+        lambda t: streaming.ConfusionState.empty(thresholds=t),
+        lambda t: streaming.BinnedCurve.empty(thresholds=t),
+    ):
+        with pytest.raises(ValueError, match=r"`thresholds` must hold at least one threshold"):
+            empty([])
+        with pytest.raises(ValueError, match=r"`thresholds` must .*; found nan at index 1"):
+            empty([0.5, np.nan])
+
+
+@pytest.mark.parametrize("integer_weights", [False, True])
+def test_a_scan_over_batches_keeps_every_leaf_type(rng, mode, integer_weights):
+    # an eval loop compiles once: no update may change a state's leaf types (SPEC). With x64 on,
+    # integer weights are counted in int64, the type the states' counts then start in
+    scores = rng.random((3, 12))
+    labels = (rng.random((3, 12)) < 0.5).astype(np.int32)
+    weights = rng.integers(1, 4, (3, 12)) if integer_weights else None
+    states = streaming.Collection(
+        {
+            "curve": streaming.BinnedCurve.empty(8),
+            "at": streaming.ConfusionState.empty(thresholds=[0.5]),
+            "exact": streaming.ExactCurve.empty(36),
+        }
+    )
+
+    def step(state, batch):
+        s, y, w = batch
+        return state.update(s, y, sample_weight=w), None
+
+    final, _ = jax.lax.scan(step, states, (scores, labels, weights))
+    for before, after in zip(jax.tree_util.tree_leaves(states), jax.tree_util.tree_leaves(final)):
+        assert before.dtype == after.dtype
+    flat_weights = None if weights is None else weights.ravel()
+    counts = jm.confusion_counts(scores.ravel(), labels.ravel(), 0.5, sample_weight=flat_weights)
+    assert int(final.states["at"].counts.tp[0]) == int(counts.tp)

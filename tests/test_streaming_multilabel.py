@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from sklearn import metrics as skm
 
 import jaxmetrics as jm
 from jaxmetrics import streaming
@@ -233,3 +234,98 @@ def test_a_collection_of_multilabel_states_shares_one_sort(rng):
     with pytest.raises(ValueError, match="must share `num_labels`"):
         mixed.update(*parts[0][:2])
     assert jnp.shape(result["binned"]["roc_auc"]) == (NUM_LABELS,)
+
+
+# ----------------------------------------------------------------------------- precision
+# Multilabel states compare a score and a threshold as single-label ones do: in the scores'
+# precision (float64 for float64 scores called eagerly or with x64 on), the same eagerly and
+# under jit. The oracle is numpy comparing each label's row in float64.
+
+# float64 decimals with ties in and across rows; float32 moves some of them down (0.35, 0.7)
+# and some up (0.1, 0.3) but keeps every order and tie, so jit without x64 counts the same
+PRECISION_SCORES = np.array(
+    [
+        [0.1, 0.4, 0.35, 0.8, 0.6, 0.3, 0.7, 0.35],
+        [0.7, 0.3, 0.3, 0.1, 0.35, 0.9, 0.6, 0.4],
+        [0.35, 0.35, 0.7, 0.7, 0.1, 0.2, 0.8, 0.3],
+    ]
+)
+PRECISION_LABELS = np.array(
+    [[0, 0, 1, 1, 0, 1, 1, 0], [1, 0, 1, 0, 1, 1, 0, 0], [0, 1, 1, 0, 0, 1, 1, 0]]
+)
+
+
+@pytest.fixture(params=["x64_off", "x64_on"])
+def mode(request):
+    if request.param == "x64_on":
+        request.getfixturevalue("x64")
+    return request.param
+
+
+def float64_counts(scores, labels, thresholds):
+    """[tp, fp, fn, tn], each [L, T]: numpy's ``scores >= threshold`` in float64, row by row."""
+    flagged = scores[:, None, :] >= np.asarray(thresholds, np.float64)[:, None]
+    positive = (labels == 1)[:, None, :]
+    return [
+        (flagged & positive).sum(-1),
+        (flagged & ~positive).sum(-1),
+        (~flagged & positive).sum(-1),
+        (~flagged & ~positive).sum(-1),
+    ]
+
+
+def test_multilabel_states_compare_float64_scores_with_the_thresholds_as_given(mode):
+    scores, labels = PRECISION_SCORES, PRECISION_LABELS
+    thresholds = np.unique(scores)
+    expected = float64_counts(scores, labels, thresholds)
+    # this data keeps its order and ties in float32 (scores and thresholds), so jit agrees
+    as_float32 = float64_counts(
+        scores.astype(np.float32).astype(np.float64), labels, thresholds.astype(np.float32)
+    )
+    for got, want in zip(as_float32, expected):
+        np.testing.assert_array_equal(got, want)
+    for counts in (
+        jm.confusion_counts(scores, labels, thresholds),
+        jax.jit(lambda s, y: jm.confusion_counts(s, y, thresholds))(scores, labels),
+    ):
+        for got, want in zip(counts, expected):
+            np.testing.assert_array_equal(got, want)
+    members = {
+        "binned": streaming.BinnedCurve.empty(thresholds=thresholds, num_labels=NUM_LABELS),
+        "binary": streaming.ConfusionState.empty(thresholds=thresholds, num_labels=NUM_LABELS),
+    }
+    step = jax.jit(lambda state, s, y: state.update(s, y))
+    collection = streaming.Collection(members)
+    for state in (
+        *(member.update(scores, labels) for member in members.values()),
+        *(step(member, scores, labels) for member in members.values()),
+        *collection.update(scores, labels).states.values(),
+        *step(collection, scores, labels).states.values(),
+    ):
+        if isinstance(state, streaming.BinnedCurve):
+            np.testing.assert_array_equal(state.tp, expected[0])
+            np.testing.assert_array_equal(state.fp, expected[1])
+            auc = [skm.roc_auc_score(y, s) for s, y in zip(scores, labels)]
+            np.testing.assert_allclose(state.compute()["roc_auc"], auc, rtol=1e-6)
+        else:
+            for got, want in zip(state.counts, expected):
+                np.testing.assert_array_equal(got, want)
+
+
+def test_a_multilabel_exact_curve_stores_eager_float64_scores_exactly(rng):
+    # 0.5 + z * 1e-9: distinct in float64, one value in float32
+    labels = (rng.random((NUM_LABELS, SIZE)) < 0.4).astype(np.int32)
+    labels[:, :2] = [0, 1]
+    scores = 0.5 + (rng.normal(size=(NUM_LABELS, SIZE)) + labels) * 1e-9
+    assert np.unique(scores.astype(np.float32)).size == 1
+    state = states()["exact"].update(scores[:, :30], labels[:, :30])
+    result = state.update(scores[:, 30:], labels[:, 30:]).compute()
+    expected = [skm.roc_auc_score(y, s) for s, y in zip(scores, labels)]
+    assert min(expected) > 0.6  # far from the 0.5 of the float32 values
+    np.testing.assert_allclose(result["roc_auc"], expected, atol=1e-6)
+    np.testing.assert_allclose(result["roc_auc"], jm.roc_auc(scores, labels), atol=1e-6)
+    np.testing.assert_allclose(
+        result["average_precision"],
+        [skm.average_precision_score(y, s) for s, y in zip(scores, labels)],
+        atol=1e-6,
+    )

@@ -24,9 +24,22 @@ every metric per label, with a leading ``[L]`` axis; its mean over that axis is 
 average. Bad batches are then refused and counted label by label: a bad score or label in row l
 poisons label l only, a bad weight shared by the labels (``[n]``) every label.
 
-Float weights give float counts: a state created with int32 counts (the default, exact) is
-promoted to float on its first float-weighted update (create it with ``dtype=jnp.float32`` to
-keep one type through a `lax.scan`). With x64 on, results are float64.
+Precision: a score and a threshold are compared in one precision, the scores' own, the same
+eagerly and under `jax.jit`. A state keeps its thresholds as given, in float64 (static); each
+batch is compared with them in float64 when x64 is on or when float64 (or integer) scores are
+given eagerly, exactly as `confusion_counts` compares those, even with x64 off; and in float32
+otherwise, the type of float32 scores and of every score under jit without x64 (a threshold of
+0.7 flags a float32 score of 0.7, as ``scores >= 0.7`` does in NumPy and JAX). The counts are
+``confusion_counts(scores, labels, thresholds)`` with the thresholds in that precision, so
+eager and jitted updates agree on every input that jit leaves as it is; float64 scores jitted
+with x64 off are float32 there (what JAX made them), and differ only where float32 merges a
+score with a threshold that float64 tells apart.
+
+Counts are int32 (int64 with x64 on, as `confusion_counts` counts integer weights then), so
+unit- and integer-weighted updates never change a state's leaf types. Float weights give float
+counts: a state created with integer counts (the default, exact) is promoted to float on its
+first float-weighted update (create it with ``dtype=jnp.float32`` to keep one type through a
+`lax.scan`). With x64 on, results are float64.
 
 This module holds `ConfusionState`, `Mean` and `Collection`; the curves are in
 `streaming_curves`, the machinery every state shares in `streaming_state`.
@@ -51,14 +64,17 @@ from jaxmetrics._src.streaming_curves import BinnedCurve
 from jaxmetrics._src.streaming_state import (
     accumulate,
     add_states,
+    as_thresholds,
     check_batch,
     check_num_labels,
     check_same_config,
+    default_count_dtype,
     is_bad,
     label_shape,
     per_label,
     state_class,
     static_field,
+    thresholds_as_compared,
 )
 from jaxmetrics._src.typing import Array, ArrayLike
 
@@ -86,6 +102,10 @@ class ConfusionState:
     rates; ``result["f1"].mean(0)`` is the macro F1 at each threshold.
 
     Conventions: undefined rates are NaN. Float weights are counted in float, never truncated.
+    A score and a threshold are compared in the scores' precision, the same eagerly and under
+    `jax.jit` (`jaxmetrics.streaming`, "Precision"): float64 for float64 scores called eagerly
+    or with x64 on, float32 for float32 scores; the counts equal ``confusion_counts(scores,
+    labels, thresholds)`` with the thresholds (kept as given, in float64) in that precision.
     Bad values in `update` raise `ValueError` eagerly; under `jax.jit` the batch is not added
     but counted in ``num_bad_batches``, and `compute` is then NaN throughout (the support -1).
     A multilabel state does this label by label: a bad score or label in row l refuses and
@@ -95,7 +115,8 @@ class ConfusionState:
       counts: binary, `Counts` of shape ``[T]`` (``[L, T]`` multilabel); multiclass, the
         ``[C, C]`` confusion matrix (rows true classes).
       num_bad_batches: int32, the batches refused under `jax.jit`, a scalar (``[L]``).
-      thresholds: binary, the thresholds as a tuple of floats (static); else None.
+      thresholds: binary, the thresholds as given, a tuple of (float64) floats (static); else
+        None.
       num_classes: multiclass, the number of classes C (static); else None.
       num_labels: the number of labels L of a multilabel binary state (static); else None.
 
@@ -124,16 +145,18 @@ class ConfusionState:
         *,
         thresholds: ArrayLike | None = None,
         num_classes: int | None = None,
-        dtype: DTypeLike = jnp.int32,
+        dtype: DTypeLike | None = None,
         num_labels: int | None = None,
     ) -> ConfusionState:
         """An empty state: give either `thresholds` (binary) or `num_classes` (multiclass).
 
         Args:
-          thresholds: binary: the thresholds, a scalar or 1-D (float32, static).
+          thresholds: binary: the thresholds, a scalar or 1-D, not NaN (kept as given, in
+            float64, static).
           num_classes: multiclass: the number of classes C, an int >= 2 (static).
-          dtype: of the counts: int32 counts exactly; float weights promote the counts to float
-            on update (start with float32 to keep one type through a `jax.lax.scan`).
+          dtype: of the counts; None (the default) is int32, or int64 with x64 on: exact
+            counts. Float weights promote the counts to float on update (start with float32 to
+            keep one type through a `jax.lax.scan`).
           num_labels: binary only: the number of labels L of a multilabel state (an int >= 1,
             static), counts ``[L, T]``. None (the default): one label.
 
@@ -142,6 +165,7 @@ class ConfusionState:
         """
         if (thresholds is None) == (num_classes is None):
             raise ValueError("give either `thresholds` (binary) or `num_classes` (multiclass).")
+        dtype = default_count_dtype() if dtype is None else dtype
         if num_classes is not None:
             if num_labels is not None:
                 raise ValueError(
@@ -152,7 +176,7 @@ class ConfusionState:
             matrix = jnp.zeros((num_classes, num_classes), dtype)
             return cls(matrix, jnp.zeros((), jnp.int32), None, num_classes)
         num_labels = check_num_labels(num_labels)
-        grid = tuple(np.asarray(thresholds, np.float32).reshape(-1).tolist())
+        grid = tuple(as_thresholds(thresholds).tolist())
         zeros = jnp.zeros((*label_shape(num_labels), len(grid)), dtype)
         no_bad_batches = jnp.zeros(label_shape(num_labels), jnp.int32)
         return cls(Counts(zeros, zeros, zeros, zeros), no_bad_batches, grid, None, num_labels)
@@ -199,7 +223,7 @@ class ConfusionState:
                 predictions, labels, num_classes=self.num_classes, sample_weight=sample_weight
             )
             return self._add_counts(matrix)
-        grid = jnp.asarray(self.thresholds, jnp.float32)
+        grid = thresholds_as_compared(self.thresholds, predictions)
         counts = counts_lib.confusion_counts(predictions, labels, grid, sample_weight=sample_weight)
         return self._add_counts(counts)
 
@@ -299,10 +323,12 @@ class Collection:
 
     All `BinnedCurve` and binary `ConfusionState` members are served by a single
     `jaxmetrics.confusion_counts` call on the union of their thresholds: one sort of the batch
-    for all. Other members are updated individually, except a `Mean`, which needs per-sample
-    values of its own (`update_mean`). Merge merges member by member. Bad input follows the
-    members' rules. Multilabel members (``num_labels=L``) are updated together from ``[L, n]``
-    batches; all members but the `Mean` ones must then share `num_labels`.
+    for all, in the members' precision (`jaxmetrics.streaming`, "Precision"), so a member's
+    counts equal those of its own `update`. Other members are updated individually, except a
+    `Mean`, which needs per-sample values of its own (`update_mean`). Merge merges member by
+    member. Bad input follows the members' rules. Multilabel members (``num_labels=L``) are
+    updated together from ``[L, n]`` batches; all members but the `Mean` ones must then share
+    `num_labels`.
 
     Attributes:
       states: a dict of member states by name.
@@ -344,13 +370,12 @@ class Collection:
         }
         updated = dict(self.states)
         if thresholded:
-            grids = [np.asarray(state.thresholds, np.float32) for state in thresholded.values()]
+            grids = [np.asarray(state.thresholds, np.float64) for state in thresholded.values()]
             union = np.unique(np.concatenate(grids))
-            counts = counts_lib.confusion_counts(
-                scores, labels, jnp.asarray(union), sample_weight=sample_weight
-            )
-            for (name, state), grid in zip(thresholded.items(), grids):
-                index = jnp.asarray(np.searchsorted(union, grid))
+            grid = thresholds_as_compared(tuple(union.tolist()), scores)
+            counts = counts_lib.confusion_counts(scores, labels, grid, sample_weight=sample_weight)
+            for (name, state), own in zip(thresholded.items(), grids):
+                index = jnp.asarray(np.searchsorted(union, own))
                 updated[name] = state._add_counts(Counts(*(c[..., index] for c in counts)))
         for name, state in self.states.items():
             if name not in thresholded:

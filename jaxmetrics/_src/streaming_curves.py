@@ -16,19 +16,22 @@ import numpy as np
 from jax.typing import DTypeLike
 
 from jaxmetrics._src import counts as counts_lib
-from jaxmetrics._src import ranking, sharded, validation
+from jaxmetrics._src import ranking, sharded, sorting, validation
 from jaxmetrics._src.counts import Counts, safe_divide
 from jaxmetrics._src.streaming_state import (
     accumulate,
     add_states,
+    as_thresholds,
     check_batch,
     check_num_labels,
     check_same_config,
+    default_count_dtype,
     is_bad,
     label_shape,
     per_label,
     state_class,
     static_field,
+    thresholds_as_compared,
 )
 from jaxmetrics._src.typing import Array, ArrayLike
 
@@ -64,7 +67,12 @@ class BinnedCurve:
     ``result["roc_auc"].mean()`` is ``average="macro"`` (NaN when a label is undefined).
 
     Conventions: predicted positive iff ``score >= threshold``; tied scores share a bin. With
-    one class only, the AUC, its bound and the AP are NaN. Bad values in `update` raise
+    one class only, the AUC, its bound and the AP are NaN. A score and a threshold are compared
+    in the scores' precision, the same eagerly and under `jax.jit` (`jaxmetrics.streaming`,
+    "Precision"): float64 for float64 scores called eagerly or with x64 on, float32 for float32
+    scores. Given thresholds are kept as given, in float64, an equally spaced grid is made of
+    float32 values, and ``tp`` and ``fp`` equal ``confusion_counts(scores, labels, thresholds)``
+    with the thresholds in that precision. Bad values in `update` raise
     `ValueError` eagerly; under `jax.jit` the batch is not added but counted in
     ``num_bad_batches``, and `compute` is then NaN throughout (the thresholds excepted). A
     multilabel state does this label by label: a bad score or label in row l refuses and
@@ -76,7 +84,8 @@ class BinnedCurve:
       total_positive: the positives seen, a scalar (``[L]``).
       total_negative: the negatives seen, a scalar (``[L]``).
       num_bad_batches: int32, the batches refused under `jax.jit`, a scalar (``[L]``).
-      thresholds: the increasing grid, a tuple of floats (static), shared by the labels.
+      thresholds: the increasing grid, a tuple of (float64) floats (static), shared by the
+        labels.
       num_labels: the number of labels L of a multilabel state (static); None for one label.
 
     Examples:
@@ -110,19 +119,21 @@ class BinnedCurve:
         thresholds: ArrayLike | None = None,
         low: float = 0.0,
         high: float = 1.0,
-        dtype: DTypeLike = jnp.int32,
+        dtype: DTypeLike | None = None,
         num_labels: int | None = None,
     ) -> BinnedCurve:
         """A state with no samples, on `num_thresholds` equally spaced in [low, high].
 
         Args:
           num_thresholds: the number of grid points, an int >= 2 (ignored with `thresholds`).
-          thresholds: optional grid of finite values (sorted and de-duplicated, in float32).
+          thresholds: optional grid of finite values (sorted and de-duplicated, kept as given
+            in float64: a score equal to a threshold is counted at it).
           low: the lowest threshold of the equally spaced grid.
-          high: the highest threshold of the equally spaced grid.
-          dtype: of the counts: int32 counts exactly (unweighted or integer weights); float
-            weights promote the counts to float on update (start with float32 to keep one type
-            through a `jax.lax.scan`).
+          high: the highest threshold of the equally spaced grid (the grid's points are
+            float32 values, the values float32 scores take).
+          dtype: of the counts; None (the default) is int32, or int64 with x64 on: exact
+            counts (unweighted or integer weights). Float weights promote the counts to float
+            on update (start with float32 to keep one type through a `jax.lax.scan`).
           num_labels: the number of labels L of a multilabel state (an int >= 1, static): one
             curve per label, leaves with a leading ``[L]`` axis. None (the default): one label.
 
@@ -134,9 +145,8 @@ class BinnedCurve:
                 raise ValueError(f"`num_thresholds` must be an int >= 2; got {num_thresholds!r}.")
             grid = np.linspace(low, high, num_thresholds, dtype=np.float32)
         else:
-            grid = np.unique(np.asarray(thresholds, np.float32).reshape(-1))
-            if grid.size < 1 or not np.isfinite(grid).all():
-                raise ValueError("`thresholds` must be a non-empty set of finite numbers.")
+            grid = np.unique(as_thresholds(thresholds, finite=True))
+        dtype = default_count_dtype() if dtype is None else dtype
         num_labels = check_num_labels(num_labels)
         per_label_shape = label_shape(num_labels)
         zeros = jnp.zeros((*per_label_shape, grid.size), dtype)
@@ -146,7 +156,7 @@ class BinnedCurve:
             jnp.zeros(per_label_shape, dtype),
             jnp.zeros(per_label_shape, dtype),
             jnp.zeros(per_label_shape, jnp.int32),
-            tuple(grid.tolist()),
+            tuple(grid.astype(np.float64).tolist()),
             num_labels,
         )
 
@@ -157,16 +167,17 @@ class BinnedCurve:
         """An empty state on a grid at the quantiles of a first batch of scores.
 
         Call it eagerly, not under `jax.jit` (the grid is static). `options` go to `empty`. The
-        quantiles of multilabel scores ``[L, n]`` are those of all labels' scores pooled.
+        quantiles of multilabel scores ``[L, n]`` are those of all labels' scores pooled, taken
+        in float64.
         """
-        scores = np.asarray(scores, np.float32).reshape(-1)
+        scores = np.asarray(scores, np.float64).reshape(-1)
         levels = np.linspace(0, 1, num_thresholds)
         return cls.empty(thresholds=np.quantile(scores, levels), **options)
 
     @property
     def grid(self) -> Array:
-        """The thresholds as a float32 array ``[T]``."""
-        return jnp.asarray(self.thresholds, jnp.float32)
+        """The thresholds as an array ``[T]`` of the results' float type (float32 unless x64)."""
+        return jnp.asarray(self.thresholds, validation.float_dtype())
 
     def _add_counts(self, counts: Counts) -> BinnedCurve:
         """Add a batch's counts at the grid, ``[T]`` (``[L, T]``: label by label)."""
@@ -199,7 +210,8 @@ class BinnedCurve:
           counted in ``num_bad_batches`` instead of added (label by label when multilabel).
         """
         check_batch(self.num_labels, scores=scores, labels=labels, sample_weight=sample_weight)
-        counts = counts_lib.confusion_counts(scores, labels, self.grid, sample_weight=sample_weight)
+        grid = thresholds_as_compared(self.thresholds, scores)
+        counts = counts_lib.confusion_counts(scores, labels, grid, sample_weight=sample_weight)
         return self._add_counts(counts)
 
     def merge(self, other: BinnedCurve) -> BinnedCurve:
@@ -213,9 +225,9 @@ class BinnedCurve:
         Returns:
           A dict: "roc_auc", "roc_auc_max_error" and "average_precision" (scalars); "fpr",
           "tpr" and "thresholds" (``[T + 2]``, from the highest threshold down: ``+inf``, the
-          grid, ``-inf``); "precision" (``[T + 2]``, 1 at ``+inf``). A multilabel state gives
-          every value but "thresholds" (shared by the labels) per label: ``[L]`` and
-          ``[L, T + 2]``.
+          grid in the results' float type, ``-inf``); "precision" (``[T + 2]``, 1 at
+          ``+inf``). A multilabel state gives every value but "thresholds" (shared by the
+          labels) per label: ``[L]`` and ``[L, T + 2]``.
         """
         result = per_label(BinnedCurve._label_metrics, self)
         result["thresholds"] = jnp.concatenate(
@@ -268,15 +280,24 @@ class ExactCurve:
     ``jaxmetrics.roc_auc(scores, labels)`` and ``jaxmetrics.average_precision(scores,
     labels)`` on the samples stored, and ``result["roc_auc"].mean()`` is ``average="macro"``.
 
-    Conventions: when more samples arrive than fit, the extra ones are dropped and
-    ``overflowed`` is set; `compute` then gives NaN metrics rather than a number computed on
-    part of the data. Bad values in `update` raise `ValueError` eagerly; under `jax.jit` the
-    batch is not stored but counted in ``num_bad_batches``, which also makes `compute` NaN. A
-    multilabel state does this label by label: a bad score or label in row l refuses and
-    poisons label l only; a bad shared ``[n]`` weight belongs to every label's batch.
+    Conventions: the scores are stored exactly, as the values `update` receives, in every
+    precision: eagerly, float64 scores keep their float64 values even with x64 off (so `compute`
+    equals ``jaxmetrics.roc_auc`` of them, called eagerly; integers are kept as their float64
+    values); under `jax.jit` the scores are what JAX made them (float32 unless x64 is on). Each
+    is kept as a 64-bit order key (two uint32 words), so the buffer's type never depends on the
+    scores'. With `compute`'s `axis_name`, the devices' samples are ranked together in the
+    results' float type (float32 unless x64 is on). When more samples arrive than fit, the
+    extra ones are dropped and ``overflowed`` is set; `compute` then gives NaN metrics rather
+    than a number computed on part of the data. Bad values in `update` raise `ValueError`
+    eagerly; under `jax.jit` the batch is not stored but counted in ``num_bad_batches``, which
+    also makes `compute` NaN. A multilabel state does this label by label: a bad score or label
+    in row l refuses and poisons label l only; a bad shared ``[n]`` weight belongs to every
+    label's batch.
 
     Attributes:
-      scores: ``[capacity]`` (``[L, capacity]``) the stored scores (float32, float64 under x64).
+      keys: uint32 ``[capacity, 2]`` (``[L, capacity, 2]``), each stored score as the high and
+        low words of an order key: the bits of its float64 value, made to sort as unsigned
+        integers. The `scores` property gives the values back.
       labels: ``[capacity]`` (``[L, capacity]``) int32 labels.
       weights: ``[capacity]`` (``[L, capacity]``) float weights.
       count: int32, the number of slots filled, a scalar (``[L]``).
@@ -294,7 +315,7 @@ class ExactCurve:
       (0.7778, 6)
     """
 
-    scores: Array
+    keys: Array
     labels: Array
     weights: Array
     count: Array
@@ -315,7 +336,7 @@ class ExactCurve:
         buffer_shape = (*per_label_shape, capacity)
         dtype = validation.float_dtype()
         return cls(
-            jnp.zeros(buffer_shape, dtype),
+            jnp.asarray(np.broadcast_to(_host_keys(np.zeros(1)), (*buffer_shape, 2))),
             jnp.zeros(buffer_shape, jnp.int32),
             jnp.zeros(buffer_shape, dtype),
             jnp.zeros(per_label_shape, jnp.int32),
@@ -327,17 +348,23 @@ class ExactCurve:
     @property
     def capacity(self) -> int:
         """The number of samples the buffer holds."""
-        return self.scores.shape[-1]
+        return self.labels.shape[-1]
 
-    def _append(self, scores: Array, labels: Array, weights: Array, size: Array) -> ExactCurve:
-        """Append the first `size` samples of 1-D arrays to a single-label buffer."""
+    @property
+    def scores(self) -> Array:
+        """The stored scores ``[capacity]`` (``[L, capacity]``; 0 in empty slots) in the results'
+        float type: exact with x64 on, else rounded to the nearest float32."""
+        return _values_of_keys(self.keys)
+
+    def _append(self, keys: Array, labels: Array, weights: Array, size: Array) -> ExactCurve:
+        """Append the first `size` samples (keys ``[n, 2]``, the rest ``[n]``) to one label."""
         position = jnp.arange(self.capacity, dtype=jnp.int32)
         source = position - self.count
         incoming = (source >= 0) & (source < size)
-        take = jnp.clip(source, 0, scores.shape[0] - 1)
+        take = jnp.clip(source, 0, keys.shape[0] - 1)
         return dataclasses.replace(
             self,
-            scores=jnp.where(incoming, scores[take].astype(self.scores.dtype), self.scores),
+            keys=jnp.where(incoming[:, None], keys[take], self.keys),
             labels=jnp.where(incoming, labels[take], self.labels),
             weights=jnp.where(incoming, weights[take].astype(self.weights.dtype), self.weights),
             count=jnp.minimum(self.count + size, self.capacity),
@@ -360,14 +387,19 @@ class ExactCurve:
           counted in ``num_bad_batches`` and not stored (label by label when multilabel).
         """
         check_batch(self.num_labels, scores=scores, labels=labels, sample_weight=sample_weight)
-        scores, labels, weights, invalid = validation.binary_inputs(scores, labels, sample_weight)
-        scores, labels = jnp.asarray(scores), jnp.asarray(labels)
+        # checked as the ranking metrics check them: concrete scores by their order, so float64
+        # values float32 cannot hold pass (and are stored exactly, `_score_keys`)
+        checked, labels, weights, invalid, _ = validation.ranking_inputs(
+            scores, labels, sample_weight
+        )
+        keys = _score_keys(scores, checked)
+        labels = jnp.asarray(labels)
         # one weight per sample is every label's weight of that sample
-        weights = jnp.ones(scores.shape, self.weights.dtype) if weights is None else weights
-        weights = jnp.broadcast_to(jnp.asarray(weights), scores.shape)
+        weights = jnp.ones(labels.shape, self.weights.dtype) if weights is None else weights
+        weights = jnp.broadcast_to(jnp.asarray(weights), labels.shape)
         invalid = jnp.asarray(invalid)  # [] or [L]: the labels whose batch is refused
-        size = jnp.where(invalid, 0, scores.shape[-1]).astype(jnp.int32)
-        appended = per_label(ExactCurve._append, self, scores, labels, weights, size)
+        size = jnp.where(invalid, 0, labels.shape[-1]).astype(jnp.int32)
+        appended = per_label(ExactCurve._append, self, keys, labels, weights, size)
         return dataclasses.replace(
             appended, num_bad_batches=self.num_bad_batches + invalid.astype(jnp.int32)
         )
@@ -378,7 +410,7 @@ class ExactCurve:
         return per_label(ExactCurve._merge_label, self, other)
 
     def _merge_label(self, other: ExactCurve) -> ExactCurve:
-        merged = self._append(other.scores, other.labels, other.weights, other.count)
+        merged = self._append(other.keys, other.labels, other.weights, other.count)
         return dataclasses.replace(
             merged,
             overflowed=merged.overflowed | other.overflowed,
@@ -402,10 +434,11 @@ class ExactCurve:
         filled = jnp.arange(self.capacity) < self.count[..., None]
         weights = jnp.where(filled, self.weights, 0.0)
         count, overflowed, bad = self.count, self.overflowed, self.num_bad_batches
-        if axis_name is None:
-            auc = ranking.roc_auc(self.scores, self.labels, sample_weight=weights)
-            ap = ranking.average_precision(self.scores, self.labels, sample_weight=weights)
-        else:
+        if axis_name is None:  # the keys' own order, exactly
+            ranks = _rank_keys(self.keys)
+            auc = ranking.roc_auc(ranks, self.labels, sample_weight=weights)
+            ap = ranking.average_precision(ranks, self.labels, sample_weight=weights)
+        else:  # devices' keys do not rank together: their values do, in the results' float type
             axes = axis_name if isinstance(axis_name, tuple) else (axis_name,)
             rows = lambda a: [a] if self.num_labels is None else list(a)  # noqa: E731
             pairs = [  # (NaN in the unlikely event that a device's buffer overflows)
@@ -420,3 +453,87 @@ class ExactCurve:
             overflowed | (bad > 0), {"roc_auc": auc, "average_precision": ap}
         )
         return {**result, "count": count, "overflowed": overflowed}
+
+
+# ----------------------------------------------------------------------------- exact score keys
+# `ExactCurve` keeps each score as a 64-bit order key: the bits of its float64 value, negatives
+# flipped whole and the sign bit of the rest set, so that unsigned order is the values' order.
+# Two uint32 words (high, low) hold it: no float64 array exists with x64 off, and the buffer's
+# type is then the same whatever scores arrive.
+_SIGN = np.uint32(0x80000000)
+_FLOAT64_EXPONENT_OF_FLOAT32 = 1023 - 127  # float64 exponent bias minus float32's
+_FIRST_RANK_BITS = 0x00800000  # the smallest normal float32's bits (`validation.ScoreCodec`)
+
+
+def _host_keys(values: np.ndarray) -> np.ndarray:
+    """Order keys ``[..., n, 2]`` of concrete scores: their float64 values, exactly."""
+    bits = (values.astype(np.float64) + 0.0).view(np.uint64)  # (+ 0.0 makes -0.0 +0.0)
+    negative = (bits >> np.uint64(63)) == 1
+    keys = np.where(negative, ~bits, bits | np.uint64(1 << 63))
+    return np.stack([(keys >> np.uint64(32)).astype(np.uint32), keys.astype(np.uint32)], -1)
+
+
+def _device_keys(scores: Array) -> Array:
+    """Order keys of traced scores (float32, or float64 with x64 on), as `_host_keys` gives.
+
+    A float32's float64 bits are built from its own: the exponent rebiased, the 23-bit mantissa
+    shifted to the top of the 52-bit one. Subnormals are zero, as XLA's CPU compares them.
+    """
+    if scores.dtype == jnp.float64:
+        bits = jax.lax.bitcast_convert_type(jnp.where(scores == 0, 0.0, scores), jnp.uint64)
+        keys = jnp.where((bits >> 63) == 1, ~bits, bits | np.uint64(1 << 63))
+        return jnp.stack([(keys >> 32).astype(jnp.uint32), keys.astype(jnp.uint32)], -1)
+    bits = jax.lax.bitcast_convert_type(scores.astype(jnp.float32), jnp.uint32)
+    exponent = (bits >> 23) & 0xFF
+    mantissa = bits & 0x7FFFFF
+    normal = exponent != 0
+    high = jnp.where(normal, ((exponent + _FLOAT64_EXPONENT_OF_FLOAT32) << 20) | (mantissa >> 3), 0)
+    low = jnp.where(normal, (mantissa & 7) << 29, 0)
+    negative = normal & (bits >= _SIGN)
+    high = jnp.where(negative, ~high & ~_SIGN, high | _SIGN)
+    return jnp.stack([high, jnp.where(negative, ~low, low)], -1).astype(jnp.uint32)
+
+
+def _score_keys(scores: ArrayLike, checked: Array) -> Array:
+    """Order keys of a batch: of the values given when concrete, else of the checked scores."""
+    values = validation.host_values(scores)
+    if values is not None:
+        return jnp.asarray(_host_keys(values))
+    return _device_keys(checked)
+
+
+def _rank_keys(keys: Array) -> Array:
+    """float32 stand-ins ``[..., m]`` for the scores of keys ``[..., m, 2]``: the same order and
+    ties, as the dense rank of each key made a positive normal float32 (`ScoreCodec`'s keys)."""
+    high, low = keys[..., 0], keys[..., 1]
+    axis = high.ndim - 1
+    position = jax.lax.broadcasted_iota(jnp.int32, high.shape, axis)
+    high, low, order = jax.lax.sort((high, low, position), dimension=axis, num_keys=2)
+    first = jnp.ones((*high.shape[:-1], 1), bool)
+    changes = (high[..., 1:] != high[..., :-1]) | (low[..., 1:] != low[..., :-1])
+    rank = sorting.cumulative(jnp.concatenate([first, changes], -1).astype(jnp.int32)) - 1
+    _, rank = jax.lax.sort((order, rank), dimension=axis, num_keys=1)  # back to buffer order
+    return jax.lax.bitcast_convert_type(rank.astype(jnp.uint32) + _FIRST_RANK_BITS, jnp.float32)
+
+
+def _values_of_keys(keys: Array) -> Array:
+    """The scores of keys ``[..., 2]`` in the results' float type.
+
+    With x64 on, exactly. Without, rounded to the nearest float32 (ties to even) from the
+    float64 bits, subnormals to zero: monotone, so the order is kept but for new ties.
+    """
+    high, low = keys[..., 0], keys[..., 1]
+    positive = high >= _SIGN
+    high = jnp.where(positive, high ^ _SIGN, ~high)  # the float64 bits' two words
+    low = jnp.where(positive, low, ~low)
+    if jax.config.jax_enable_x64:
+        bits = (high.astype(jnp.uint64) << 32) | low.astype(jnp.uint64)
+        return jax.lax.bitcast_convert_type(bits, jnp.float64)
+    exponent = ((high >> 20) & 0x7FF).astype(jnp.int32) - _FLOAT64_EXPONENT_OF_FLOAT32
+    mantissa = ((high & 0xFFFFF) << 3) | (low >> 29)  # the top 23 of the 52 mantissa bits
+    rest, half = low & 0x1FFFFFFF, 0x10000000  # the 29 bits dropped, and half a float32 ulp
+    round_up = (rest > half) | ((rest == half) & ((mantissa & 1) == 1))
+    # a carry out of the mantissa moves to the next exponent, and past the largest to infinity
+    magnitude = ((jnp.clip(exponent, 0, 255).astype(jnp.uint32) << 23) | mantissa) + round_up
+    magnitude = jnp.where(exponent >= 255, 0x7F800000, jnp.where(exponent <= 0, 0, magnitude))
+    return jax.lax.bitcast_convert_type((high & _SIGN) | magnitude, jnp.float32)

@@ -52,6 +52,56 @@ def accumulate(total: Array, new: Array, skip: Array) -> Array:
     return total.astype(dtype) + jnp.where(skip, jnp.zeros((), dtype), new.astype(dtype))
 
 
+def default_count_dtype():
+    """The default type of a state's counts: int32, or int64 when x64 is on.
+
+    `confusion_counts` counts integer weights in int64 when x64 is on; a state whose counts
+    start in that type keeps it through every unit- or integer-weighted update.
+    """
+    return jnp.int64 if jax.config.jax_enable_x64 else jnp.int32
+
+
+def as_thresholds(thresholds: ArrayLike, *, finite: bool = False) -> np.ndarray:
+    """A state's thresholds as given, a float64 array ``[T]``; raises when empty or NaN.
+
+    float64 holds every float32 and float64 threshold exactly, so nothing is rounded before the
+    scores' precision is known (`thresholds_as_compared`).
+    """
+    grid = np.asarray(thresholds, np.float64).reshape(-1)
+    if grid.size == 0:
+        raise ValueError(
+            "`thresholds` must hold at least one threshold; got an empty array of shape "
+            f"{np.shape(thresholds)}."
+        )
+    bad = ~np.isfinite(grid) if finite else np.isnan(grid)
+    if bad.any():
+        index = int(np.argmax(bad))
+        expected = "be finite" if finite else "not be NaN"
+        raise ValueError(
+            f"`thresholds` must {expected}; found {float(grid[index])!r} at index {index}."
+        )
+    return grid
+
+
+def thresholds_as_compared(thresholds: tuple[float, ...], scores: ArrayLike) -> np.ndarray:
+    """A state's thresholds in the precision they are compared in with `scores` (a host array).
+
+    The scores' own precision: float64 when x64 is on, or for float64 or integer scores called
+    eagerly (as `confusion_counts` compares those, exactly); otherwise float32, the type of
+    float32 (or narrower) scores and of every score under `jax.jit` without x64, so a threshold
+    of 0.7 flags a float32 score of 0.7, as ``scores >= 0.7`` does in NumPy and JAX, eagerly and
+    under jit alike. Rounding is monotone, so a score equal to a threshold stays equal to it.
+    A host array, not a traced one, so `confusion_counts` takes it as the exact grid it is.
+    """
+    grid = np.asarray(thresholds, np.float64)
+    if jax.config.jax_enable_x64:
+        return grid
+    host = validation.host_values(scores)  # None under jit: float32 scores
+    if host is not None and (host.dtype.kind in "iu" or host.dtype == np.float64):
+        return grid
+    return grid.astype(np.float32)
+
+
 def check_num_labels(num_labels: int | None) -> int | None:
     """None (a single-label state) or the number of labels L, an int >= 1."""
     return None if num_labels is None else validation.check_count(num_labels, "num_labels")
