@@ -42,7 +42,8 @@ first float-weighted update (create it with ``dtype=jnp.float32`` to keep one ty
 `lax.scan`). With x64 on, results are float64.
 
 This module holds `ConfusionState`, `Mean` and `Collection`; the curves are in
-`streaming_curves`, the machinery every state shares in `streaming_state`.
+`streaming_curves` (binned) and `streaming_exact` (exact), the machinery every state shares in
+`streaming_state`.
 """
 
 from __future__ import annotations
