@@ -1,3 +1,4 @@
+import inspect
 import math
 
 import jax
@@ -308,3 +309,237 @@ def test_surrogate_option_lists_the_choices(rng):
         r"got 'exponential'",
     ):
         jl.pairwise_auc_loss(logits, labels, surrogate="exponential")
+
+
+def hinge_pair_loop(logits, labels, weights, margin, power):
+    """Value and gradient of the weighted mean pair hinge, pair by pair in float64."""
+    s, w = logits.astype(np.float64), weights.astype(np.float64)
+    total = pair_weight = 0.0
+    grad = np.zeros(s.size)
+    for i in np.flatnonzero(labels == 1):
+        for j in np.flatnonzero(labels == 0):
+            weight, excess = w[i] * w[j], margin - (s[i] - s[j])
+            pair_weight += weight
+            if excess > 0:
+                total += weight * excess**power
+                slope = weight * power * excess ** (power - 1)
+                grad[i] -= slope
+                grad[j] += slope
+    return total / pair_weight, grad / pair_weight
+
+
+def dyadic_problem(rng, n=40):
+    """Logits on a grid of 1/64 with ties, exact in float32 after adding 1e4."""
+    labels = (rng.random(n) < 0.4).astype(np.int32)
+    labels[:2] = [0, 1]
+    logits = (np.round((rng.normal(size=n) + labels) * 8) / 8).astype(np.float32)
+    weights = rng.integers(1, 4, n).astype(np.float32)
+    return logits, labels, weights
+
+
+@pytest.mark.parametrize("surrogate", ["hinge", "squared_hinge"])
+def test_hinge_pair_losses_are_shift_invariant_and_equal_the_pair_loop(rng, surrogate):
+    # the prefix sums of s and s^2 cancelled catastrophically: at logits + 1e4 the squared
+    # hinge came out 10 times too large, or negative
+    logits, labels, weights = dyadic_problem(rng)
+    shifted = logits + np.float32(1e4)
+    assert (shifted - np.float32(1e4) == logits).all()  # the same problem, exactly
+    expected, expected_grad = hinge_pair_loop(
+        logits, labels, weights, 0.7, 1 if surrogate == "hinge" else 2
+    )
+    value_and_grad = jax.jit(
+        jax.vmap(
+            jax.value_and_grad(
+                lambda s: jl.pairwise_auc_loss(
+                    s, labels, surrogate=surrogate, margin=0.7, sample_weight=weights
+                )
+            )
+        )
+    )
+    values, grads = value_and_grad(np.stack([logits, shifted]))
+    np.testing.assert_allclose(values, [expected, expected], rtol=1e-5)
+    # (the logits at exactly 0 had no gradient: see `test_hinge_pair_losses_at_huge_logits`)
+    np.testing.assert_allclose(grads, [expected_grad, expected_grad], rtol=1e-4, atol=1e-7)
+
+
+@pytest.mark.parametrize("surrogate", ["hinge", "squared_hinge"])
+def test_hinge_pair_losses_at_huge_logits(surrogate):
+    power = 1 if surrogate == "hinge" else 2
+    value_and_grad = jax.jit(
+        jax.value_and_grad(lambda s, y: jl.pairwise_auc_loss(s, y, surrogate=surrogate))
+    )
+    labels = np.array([1, 0, 1, 0, 0, 1, 0, 1])
+    # and at logits of exactly 0 (a model initialised at zero), whose gradient `sorting.rank`'s
+    # flush of subnormals to 0 (a `where`) dropped: such a model never moved
+    zeros = np.zeros(8, np.float32)
+    expected, expected_grad = hinge_pair_loop(zeros, labels, np.ones(8), 1.0, power)
+    value, grad = value_and_grad(zeros, labels)
+    assert float(value) == pytest.approx(expected, rel=1e-6)
+    np.testing.assert_allclose(grad, expected_grad, rtol=1e-6)
+    spread = np.array([1.0, 1.5, 2.0, 2.5, 3.0, 1.25, 1.75, 2.75], np.float32)
+    for scale in (1e18, 1e19, 1e20):
+        # every pair ordered far beyond the margin: the loss and its gradient are exactly 0
+        ordered = np.where(labels == 1, spread, -spread) * np.float32(scale)
+        value, grad = value_and_grad(ordered, labels)
+        assert float(value) == 0.0 and (np.asarray(grad) == 0).all(), scale
+        # a negative tied with the lowest positive: that pair costs margin^power (s - 1 rounds
+        # to s there, which dropped the tie)
+        tied = ordered.copy()
+        tied[1] = tied[0]
+        expected, expected_grad = hinge_pair_loop(tied, labels, np.ones(8), 1.0, power)
+        assert expected > 0
+        value, grad = value_and_grad(tied, labels)
+        assert float(value) == pytest.approx(expected, rel=1e-6), scale
+        np.testing.assert_allclose(grad, expected_grad, rtol=1e-6, atol=0)
+
+
+# every loss of `jaxmetrics.losses`, as a call of its float options, with a good and a bad value
+# of each: (call, {option: (good, bad)})
+_OPTION_LOGITS = np.array([2.0, 0.5, -1.0, 1.0, -2.0, 0.25, -0.5, 1.5], np.float32)
+_OPTION_LABELS = np.array([1, 1, 0, 0, 0, 1, 0, 1])
+_OPTION_QUERIES = _OPTION_LOGITS.reshape(2, 4)
+_OPTION_RELEVANCE = np.array([[3, 0, 2, 1], [0, 2, 1, 0]], np.float32)
+_OPTION_STATE = jl.AucMarginState(jnp.float32(0.6), jnp.float32(0.3), jnp.float32(0.2))
+_TEMPERATURE = {"temperature": (0.5, math.inf)}
+_SOFT = {**_TEMPERATURE, "threshold": (0.3, math.nan)}
+_MARGIN = {"margin": (0.7, math.inf)}
+
+
+def _soap(**options):
+    state = jl.soap_loss.init(4)
+    ids = np.where(_OPTION_LABELS == 1, np.cumsum(_OPTION_LABELS) - 1, -1)
+    return jl.soap_loss.loss(state, _OPTION_LOGITS, _OPTION_LABELS, ids, **options)
+
+
+OPTION_CASES = {
+    "soft_counts": (lambda **o: jl.soft_counts(_OPTION_LOGITS, _OPTION_LABELS, **o), _SOFT),
+    "soft_f_beta_loss": (
+        lambda **o: jl.soft_f_beta_loss(_OPTION_LOGITS, _OPTION_LABELS, **o),
+        {"beta": (2.0, -1.0), **_SOFT},
+    ),
+    "soft_precision": (lambda **o: jl.soft_precision(_OPTION_LOGITS, _OPTION_LABELS, **o), _SOFT),
+    "soft_recall": (lambda **o: jl.soft_recall(_OPTION_LOGITS, _OPTION_LABELS, **o), _SOFT),
+    "pairwise_auc_loss": (
+        lambda **o: jl.pairwise_auc_loss(
+            _OPTION_LOGITS, _OPTION_LABELS, surrogate="squared_hinge", **o
+        ),
+        _MARGIN,
+    ),
+    "auc_margin_loss": (
+        lambda **o: jl.auc_margin_loss(jax.nn.sigmoid(_OPTION_LOGITS), _OPTION_LABELS, **o),
+        _MARGIN,
+    ),
+    "auc_margin_objective": (
+        lambda **o: jl.auc_margin_objective(
+            jax.nn.sigmoid(_OPTION_LOGITS), _OPTION_LABELS, _OPTION_STATE, **o
+        ),
+        _MARGIN,
+    ),
+    "smooth_ap_loss": (
+        lambda **o: jl.smooth_ap_loss(_OPTION_LOGITS, _OPTION_LABELS, **o),
+        {"temperature": (0.5, 0.0)},
+    ),
+    "recall_at_precision_objective": (
+        lambda **o: jl.recall_at_precision_objective(_OPTION_LOGITS, _OPTION_LABELS, 0.5, **o),
+        {"min_precision": (0.7, 1.0)},
+    ),
+    # "kl" uses the temperature and the margin, "cvar" the rates
+    "partial_auc_loss": (
+        lambda **o: jl.partial_auc_loss(
+            _OPTION_LOGITS,
+            _OPTION_LABELS,
+            **{"max_fpr": 0.5, "method": "cvar" if "max_fpr" in o else "kl", **o},
+        ),
+        {"max_fpr": (0.3, 0.0), **_MARGIN, "temperature": (0.5, -1.0)},
+    ),
+    "two_way_partial_auc_loss": (
+        lambda **o: jl.two_way_partial_auc_loss(
+            _OPTION_LOGITS,
+            _OPTION_LABELS,
+            **{
+                "min_tpr": 0.4,
+                "max_fpr": 0.5,
+                "method": "kl" if {"margin", "temperature"} & set(o) else "cvar",
+                **o,
+            },
+        ),
+        {"min_tpr": (0.3, 1.0), "max_fpr": (0.7, 1.5), **_MARGIN, **_TEMPERATURE},
+    ),
+    "soap_loss": (_soap, {"gamma": (0.7, 0.0), **_MARGIN}),
+    "compositional_auc_loss": (
+        lambda **o: jl.compositional_auc_loss(_OPTION_LOGITS, _OPTION_LABELS, _OPTION_STATE, **o),
+        {"inner_learning_rate": (0.5, -1.0), **_MARGIN},
+    ),
+    "multilabel_auc_margin_loss": (
+        lambda **o: jl.multilabel_auc_margin_loss(
+            jax.nn.sigmoid(_OPTION_QUERIES),
+            _OPTION_LABELS.reshape(2, 4),
+            jl.AucMarginState(jnp.zeros(2), jnp.full(2, 0.5), jnp.full(2, 0.1)),
+            **o,
+        ),
+        _MARGIN,
+    ),
+    "approx_ndcg_loss": (
+        lambda **o: jl.approx_ndcg_loss(_OPTION_QUERIES, _OPTION_RELEVANCE, **o),
+        _TEMPERATURE,
+    ),
+    "listnet_loss": (
+        lambda **o: jl.listnet_loss(_OPTION_QUERIES, _OPTION_RELEVANCE, **o),
+        {"temperature": (0.5, -0.5)},
+    ),
+}
+# not losses with float options: two state types, and a sampler whose `positive_fraction` sets
+# the shape of its result (static by nature)
+NO_FLOAT_OPTIONS = {"AucMarginState", "SoapState", "balanced_batches"}
+
+
+def float_options(function):
+    return {
+        p.name
+        for p in inspect.signature(function).parameters.values()
+        if p.kind is p.KEYWORD_ONLY and p.annotation == "float"
+    }
+
+
+def test_every_float_option_of_every_loss_may_be_traced():
+    # a schedule inside a jitted step: `jax.jit(lambda t: loss(..., temperature=t))(0.5)`;
+    # `temperature`, `gamma`, `beta`, `min_precision`, the rates and `inner_learning_rate`
+    # raised TracerBoolConversionError (or ConcretizationTypeError) there
+    assert set(OPTION_CASES) | NO_FLOAT_OPTIONS == set(jl.__all__)
+    for name in NO_FLOAT_OPTIONS - {"balanced_batches"}:
+        assert isinstance(getattr(jl, name), type)
+    for name, (_, options) in OPTION_CASES.items():
+        function = jl.soap_loss.loss if name == "soap_loss" else getattr(jl, name)
+        assert float_options(function) == set(options), name
+    cases = [(name, option) for name, (_, options) in OPTION_CASES.items() for option in options]
+
+    @jax.jit
+    def every_loss(values):
+        return [
+            OPTION_CASES[name][0](**{option: value})
+            for (name, option), value in zip(cases, values, strict=True)
+        ]
+
+    good = [jnp.float32(OPTION_CASES[name][1][option][0]) for name, option in cases]
+    bad = [jnp.float32(OPTION_CASES[name][1][option][1]) for name, option in cases]
+    for (name, option), traced, invalid in zip(cases, every_loss(good), every_loss(bad)):
+        call, options = OPTION_CASES[name]
+        eager = call(**{option: options[option][0]})
+        jax.tree_util.tree_map(
+            lambda x, y, key=(name, option): np.testing.assert_allclose(
+                x, y, rtol=1e-6, atol=1e-7, err_msg=str(key)
+            ),
+            traced,
+            eager,
+        )
+        # a bad value: ValueError naming the option eagerly, NaN under jit (and SOAP's state
+        # left as it was)
+        with pytest.raises(ValueError, match=rf"`{option}` must .*; got {options[option][1]}"):
+            call(**{option: options[option][1]})
+        value = invalid[0] if name == "soap_loss" else invalid
+        assert all(np.isnan(leaf).all() for leaf in jax.tree_util.tree_leaves(value)), (
+            name,
+            option,
+        )
+        if name == "soap_loss":
+            assert not np.asarray(invalid[1].all_above).any(), option

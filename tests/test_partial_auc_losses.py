@@ -1,3 +1,4 @@
+import functools
 import math
 
 import jax
@@ -261,8 +262,12 @@ def test_hinge_cvar_builds_no_pair_array(rng, surrogate):
         )
 
     jaxpr = jax.make_jaxpr(jax.value_and_grad(loss))(jnp.asarray(logits)).jaxpr
-    # the largest arrays are the prefix sums of the moments, (n + 1) x 3
-    assert max(array_sizes(jaxpr)) <= 3 * (logits.size + 1)
+    # the largest arrays are the residuals of the suffix moments' doubling scan, at most 3 x n
+    # for each of its ceil(log2 n) levels: far below the n+ x n- pairs
+    n, levels = logits.size, (logits.size - 1).bit_length()
+    assert (
+        max(array_sizes(jaxpr)) <= 3 * (n + 1) * levels < (labels == 1).sum() * (labels == 0).sum()
+    )
 
 
 # one of each function and method, with each way to sum the pairs
@@ -321,3 +326,108 @@ def test_options_are_checked(rng):
             call()
     with pytest.raises(TypeError, match="`max_fpr` must be a number"):
         partial_auc_loss(logits, labels, max_fpr="small")
+
+
+def hinge_cvar_loop(logits, labels, weights, power, max_fpr, min_tpr=0.0):
+    """Value and gradient of the "cvar" hinge loss, pair by pair in float64 over the explicitly
+    selected samples (the selection held fixed)."""
+    negative_share, kept_negative = brute_shares(logits, weights * (1 - labels), max_fpr, top=True)
+    positive_share, kept_positive = brute_shares(logits, weights * labels, 1 - min_tpr, top=False)
+    row, column = weights * labels * positive_share, weights * (1 - labels) * negative_share
+    s = logits.astype(np.float64)
+    total, grad = 0.0, np.zeros(s.size)
+    for i in np.flatnonzero(row > 0):
+        for j in np.flatnonzero(column > 0):
+            excess = MARGIN - (s[i] - s[j])
+            if excess > 0:
+                total += row[i] * column[j] * excess**power
+                slope = row[i] * column[j] * power * excess ** (power - 1)
+                grad[i] -= slope
+                grad[j] += slope
+    scale = kept_positive * kept_negative
+    return total / scale, grad / scale
+
+
+@pytest.mark.parametrize("surrogate", ["hinge", "squared_hinge"])
+def test_hinge_cvar_is_shift_invariant_and_equals_the_pair_loop(rng, surrogate):
+    # the prefix sums of s and s^2 cancelled catastrophically: at logits + 1e4 the squared
+    # hinge loss of 2.30 came out 32.6
+    logits, labels, weights = problem(rng)
+    shifted = logits + np.float32(1e4)
+    assert (shifted - np.float32(1e4) == logits).all()  # the same problem, exactly
+    power = 1 if surrogate == "hinge" else 2
+    one_way = functools.partial(LOSSES["one_way", "cvar", surrogate], y=labels, w=weights)
+    two_way = functools.partial(LOSSES["two_way", "cvar", surrogate], y=labels, w=weights)
+    got = jax.jit(jax.vmap(lambda s: [jax.value_and_grad(f)(s) for f in (one_way, two_way)]))(
+        np.stack([logits, shifted])
+    )
+    for (values, grads), min_tpr in zip(got, (0.0, 0.4), strict=True):
+        expected, expected_grad = hinge_cvar_loop(logits, labels, weights, power, 0.3, min_tpr)
+        for value, grad in zip(values, grads, strict=True):
+            assert float(value) == pytest.approx(expected, rel=2e-5), min_tpr
+            scale = np.abs(expected_grad).max()
+            np.testing.assert_allclose(grad, expected_grad, rtol=1e-4, atol=1e-6 * scale)
+
+
+def test_every_loss_at_huge_ordered_logits_is_zero_with_zero_gradient(rng):
+    # every pair ordered far beyond the margin: no loss, no gradient; the squared hinges gave
+    # NaN or non-zero gradients at 1e18-1e20 (a KL form also a loss of 1e-7)
+    _, labels, weights = problem(rng)
+    spread = 1 + 2 * rng.random(labels.size)  # negatives 2e20 apart: their own pairs overflow
+    for scale in (1e18, 1e19, 1e20):
+        logits = (np.where(labels == 1, spread, -spread) * scale).astype(np.float32)
+        for key, (value, grad) in every_value_and_grad(logits, labels, weights).items():
+            assert float(value) == 0 and (np.asarray(grad) == 0).all(), (key, scale)
+    # past 256 samples the pair sums run in blocks, the last one padded
+    n = 260
+    labels = (np.arange(n) % 3 == 0).astype(np.int32)
+    logits = np.where(labels == 1, 1e20, 2e19) * (1 + rng.random(n))
+    value, grad = jax.jit(jax.value_and_grad(LOSSES["one_way", "kl", "squared_hinge"]))(
+        logits.astype(np.float32), labels, np.ones(n, np.float32)
+    )
+    assert float(value) == 0 and (np.asarray(grad) == 0).all()
+
+
+def kl_loop(logits, labels, temperature, two_way):
+    """The squared-hinge KL loss in float64, as tau log mean exp(l / tau) written with log1p and
+    expm1 (at tau = 1e12 the values l / tau are 1e-12, below float64's relative precision in
+    a plain mean of exponentials), over the pair matrix of explicit loops."""
+    s = logits.astype(np.float64)
+    pairs = np.array(
+        [
+            [max(0.0, 1.0 - (s[i] - s[j])) ** 2 for j in np.flatnonzero(labels == 0)]
+            for i in np.flatnonzero(labels == 1)
+        ]
+    )
+
+    def tau_log_mean_exp(values):
+        top = values.max()
+        return top + temperature * np.log1p(np.mean(np.expm1((values - top) / temperature)))
+
+    per_positive = np.array([tau_log_mean_exp(row) for row in pairs])
+    return tau_log_mean_exp(per_positive) if two_way else per_positive.mean()
+
+
+def test_kl_losses_at_high_temperatures_and_an_infinite_one():
+    # at tau = 1e8 the one-way loss was 1.125 (the tau -> 0 value, the hardest negatives) for
+    # 0.375 (the mean pair loss): log(mean exp(l / tau)) rounded to the largest l / tau
+    logits = np.array([2.0, 0.5, -1.0, 1.0, -2.0, 0.25, -0.5], np.float32)
+    labels = np.array([1, 1, 0, 0, 0, 1, 0])
+    options = {"surrogate": "squared_hinge", "method": "kl", "max_fpr": 0.5}
+
+    @jax.jit
+    def values(temperature):
+        return (
+            partial_auc_loss(logits, labels, temperature=temperature, **options),
+            two_way_partial_auc_loss(
+                logits, labels, min_tpr=0.5, temperature=temperature, **options
+            ),
+        )
+
+    for temperature in (1e4, 1e8, 1e12):
+        one_way, two_way = map(float, values(temperature))
+        assert one_way == pytest.approx(kl_loop(logits, labels, temperature, False), rel=1e-5)
+        assert two_way == pytest.approx(kl_loop(logits, labels, temperature, True), rel=1e-5)
+    assert all(math.isnan(float(value)) for value in values(np.inf))
+    with pytest.raises(ValueError, match=r"`temperature` must be > 0 and finite; got inf"):
+        partial_auc_loss(logits, labels, temperature=np.inf, **options)

@@ -8,7 +8,7 @@ import optax
 import pytest
 
 import jaxmetrics as jm
-from jaxmetrics._src.ranking_losses import AucMarginState
+from jaxmetrics._src.ranking_losses import AucMarginState, auc_margin_objective
 from jaxmetrics._src.stateful_losses import (
     SoapState,
     balanced_batches,
@@ -20,6 +20,7 @@ from jaxmetrics._src.stateful_losses import (
 SURROGATES = {
     "squared_hinge": lambda d, m: max(0.0, m - d) ** 2,
     "logistic": lambda d, m: math.log1p(math.exp(-d)),
+    "hinge": lambda d, m: max(0.0, m - d),
 }
 
 
@@ -415,3 +416,52 @@ def test_float64_under_x64(rng, x64):
     probs = jax.nn.sigmoid(jnp.asarray(np.stack([logits, -logits])))
     ml_state = AucMarginState(jnp.zeros(2), jnp.zeros(2), jnp.zeros(2))
     assert multilabel_auc_margin_loss(probs, np.stack([labels] * 2), ml_state).dtype == np.float64
+
+
+def test_soap_at_huge_logits(rng):
+    # at logits x 1e10 the value was NaN (u^2 overflowed in the gradient form), and counts past
+    # the float range were written into the state, poisoning every later step
+    (logits, labels, ids, weights), *_ = soap_problem(rng)
+    state = soap_loss.init(6)
+    step = soap_step()
+    huge = logits * np.float32(1e10)
+    (value, new_state), grad = step(huge, state, labels, ids, weights)
+    expected, *u = soap_reference_step(state, huge, labels, ids, weights, 0.7, 0.8)
+    assert float(value) == pytest.approx(expected, rel=1e-5)
+    np.testing.assert_allclose(new_state.all_above, u[1], rtol=1e-5)
+    np.testing.assert_allclose(new_state.positive_above, u[0], rtol=1e-5)
+    expected_grad = soap_gradient_reference(*u, huge, labels, ids, weights, 0.8)
+    np.testing.assert_allclose(grad, expected_grad, rtol=1e-4, atol=1e-6 * abs(expected_grad).max())
+    # the hinge's counts of logits 1e20 apart are still finite floats
+    hinge = {"surrogate": "hinge", "margin": 0.8, "sample_weight": weights}
+    value, hinge_state = soap_loss.loss(state, huge * 1e10, labels, ids, gamma=0.7, **hinge)
+    expected, *u = soap_reference_step(state, huge * 1e10, labels, ids, weights, 0.7, 0.8, "hinge")
+    assert float(value) == pytest.approx(expected, rel=1e-5)
+    np.testing.assert_allclose(hinge_state.all_above, u[1], rtol=1e-5)
+    # squared hinges of logits 1e20 apart overflow: a ValueError eagerly; under jit NaN, and
+    # the state is left as it was
+    with pytest.raises(ValueError, match=r"`logits` must keep SOAP's counts finite in float32"):
+        soap_loss.loss(state, huge * 1e10, labels, ids, sample_weight=weights)
+    (value, unchanged), _ = step(huge * 1e10, new_state, labels, ids, weights)
+    assert math.isnan(float(value))
+    jax.tree_util.tree_map(np.testing.assert_array_equal, unchanged, new_state)
+
+
+def test_state_of_the_wrong_batch_shape_is_named():
+    # it failed inside JAX's broadcasting with a message about shapes of internal arrays
+    # (or, for a state wider than the batch, gave a loss of the state's shape)
+    logits = np.linspace(-2, 2, 24, dtype=np.float32).reshape(3, 8)
+    labels = np.tile([1, 0], (3, 4))
+    wrong = AucMarginState(jnp.zeros(4), jnp.zeros(3), jnp.float32(0.1))
+    with pytest.raises(
+        ValueError,
+        match=r"`state.a` must be a scalar or broadcast to the batch shape \(3,\) of `logits`; "
+        r"got shape \(4,\)",
+    ):
+        compositional_auc_loss(logits, labels, wrong)
+    wide = AucMarginState(jnp.float32(0.0), jnp.zeros(3), jnp.float32(0.1))
+    with pytest.raises(ValueError, match=r"`state.b` .* batch shape \(\) of `logits`; got shape"):
+        compositional_auc_loss(logits[0], labels[0], wide)
+    with pytest.raises(ValueError, match=r"`state.a` .* batch shape \(3,\) of `probs`"):
+        auc_margin_objective(jax.nn.sigmoid(logits), labels, wrong)
+    assert compositional_auc_loss(logits, labels, wrong._replace(a=jnp.zeros(3))).shape == (3,)

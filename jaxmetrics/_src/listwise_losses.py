@@ -11,7 +11,8 @@ number of queries with a relevant item to leave it out).
 
 Bad input as for `ndcg`: NaN or infinite scores, negative or non-finite relevance and mask
 entries other than 0 and 1 raise `ValueError` when the values are concrete, and make that
-query's loss NaN under jit/grad.
+query's loss NaN under jit/grad. So does a `temperature` that is not > 0 and finite (it may be
+traced, e.g. a schedule inside a jitted step).
 """
 
 from __future__ import annotations
@@ -63,8 +64,7 @@ def _approx_ndcg_kernel(scores: Array, relevance: Array, mask: Array, temperatur
     def above(s_i: Array, s_j: Array) -> Array:
         return jax.nn.sigmoid((s_j - s_i) / temperature)
 
-    # drop the j = i term, sigma(0) = 1/2
-    rank = 1 + _row_sums(scores, mask, above) - 0.5 * mask
+    rank = 1 + _row_sums(scores, scores, mask, above, skip_diagonal=True)
     gains = mask * relevance
     dcg = (gains / jnp.log2(1 + rank)).sum()
     ideal = jnp.sort(gains)[::-1]
@@ -127,7 +127,7 @@ def approx_ndcg_loss(
     ``jm.ndcg(..., k=k)``. Tied scores count each other one half, at any temperature. A query
     whose present items all have relevance 0 (IDCG = 0, NDCG undefined) has loss 0 with zero
     gradient. Pairs are summed in blocks of rows (bounded memory). A temperature that is not
-    > 0 raises `ValueError`; bad input as in the module docstring.
+    > 0 and finite raises `ValueError` (NaN when traced); bad input as in the module docstring.
 
     Args:
       scores: ``[*batch, Q, m]`` real scores of the m items of each query, larger ranked first.
@@ -153,10 +153,10 @@ def approx_ndcg_loss(
       Qin, Liu & Li (2010), "A general approximation framework for direct optimization of
       information retrieval measures", Information Retrieval 13:375-397.
     """
-    check_temperature(temperature)
+    bad_temperature = check_temperature(temperature)
     scores, relevance, mask, invalid = _query_inputs(scores, relevance, sample_weight)
     losses = _approx_ndcg_losses(scores, relevance, mask, jnp.asarray(temperature, scores.dtype))
-    return validation.nan_where(invalid, losses)
+    return validation.nan_where(invalid | bad_temperature, losses)
 
 
 def listnet_loss(
@@ -183,7 +183,8 @@ def listnet_loss(
 
     Conventions: a query whose present items all have relevance 0 has loss 0 with zero
     gradient. Absent items (mask 0) are out of both the softmax and the target. A temperature
-    that is not > 0 raises `ValueError`; bad input as in the module docstring.
+    that is not > 0 and finite raises `ValueError` (NaN when traced); bad input as in the module
+    docstring.
 
     Args:
       scores: ``[*batch, Q, m]`` real scores of the m items of each query, larger ranked first.
@@ -209,7 +210,7 @@ def listnet_loss(
       the softmax cross entropy loss for learning-to-rank with binary relevance", Proc. ICTIR,
       75-78.
     """
-    check_temperature(temperature)
+    bad_temperature = check_temperature(temperature)
     scores, relevance, mask, invalid = _query_inputs(scores, relevance, sample_weight)
     losses = _listnet_losses(scores, relevance, mask, jnp.asarray(temperature, scores.dtype))
-    return validation.nan_where(invalid, losses)
+    return validation.nan_where(invalid | bad_temperature, losses)

@@ -9,17 +9,23 @@ each loss's documented rule.
 
 Bad input as for the metrics: a NaN/inf prediction, a label other than 0/1 or a negative or
 non-finite weight raises `ValueError` when the values are concrete, and makes that batch
-element's loss NaN under jit/grad (padding therefore needs valid labels, with weight 0).
+element's loss NaN under jit/grad (padding therefore needs valid labels, with weight 0). Float
+options (`temperature`, `margin`, `beta`, ...) may be traced, e.g. a schedule inside a jitted
+step: a bad value raises `ValueError` when concrete and makes the loss NaN when traced.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxmetrics._src import rates as rates_lib
 from jaxmetrics._src import validation
-from jaxmetrics._src.counts import Counts
+from jaxmetrics._src.counts import Counts, safe_divide
 from jaxmetrics._src.typing import Array, ArrayLike
 
 
@@ -53,9 +59,48 @@ def loss_inputs(
     return jnp.asarray(predictions), jnp.asarray(labels).astype(dtype), weights, invalid
 
 
-def check_temperature(temperature: float) -> None:
-    if not temperature > 0:  # NaN fails too
-        raise ValueError(f"`temperature` must be > 0; got {temperature}.")
+def option_flag(
+    value: Any, name: str, is_bad: Callable[[Any], Any], expected: str
+) -> np.ndarray | Array:
+    """Check a float option (`temperature`, `margin`, ...), which may be traced.
+
+    Concrete: raise ``ValueError("`name` must <expected>; got <value>.")`` where `is_bad`, and
+    return ``np.False_``. Traced (a schedule inside a jitted step): return `is_bad` of it, a
+    scalar bool that the caller ORs into `invalid`, so that the loss is NaN. `is_bad` uses
+    comparisons only, which work on numpy and jnp alike (NaN fails every one of them).
+    """
+    if isinstance(value, jax.core.Tracer):
+        if value.ndim != 0:
+            raise ValueError(f"`{name}` must be a scalar; got shape {tuple(value.shape)}.")
+        return jnp.asarray(is_bad(value))
+    # numpy reads "0.9" and True as numbers: refuse them rather than take them silently
+    if value is None or isinstance(value, bool | np.bool_ | str | bytes):
+        raise TypeError(f"`{name}` must be a number; got {value!r}.")
+    try:
+        host = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"`{name}` must be a number; got {value!r}.") from None
+    if host.ndim != 0:
+        raise ValueError(f"`{name}` must be a scalar; got shape {host.shape}.")
+    if is_bad(host):
+        found = value if type(value) in (int, float) else host.item()  # not np.float64(..)
+        raise ValueError(f"`{name}` must {expected}; got {found!r}.")
+    return np.False_
+
+
+def check_temperature(temperature: float) -> np.ndarray | Array:
+    """`option_flag` of a temperature: finite and > 0 (at inf, ``l / T`` is 0 and ``T l / T``
+    is NaN)."""
+    return option_flag(temperature, "temperature", not_positive_finite, "be > 0 and finite")
+
+
+def check_finite_option(value: float, name: str) -> np.ndarray | Array:
+    """`option_flag` of an option that may be any finite real (`margin`, `threshold`)."""
+    return option_flag(value, name, validation.not_finite, "be finite")
+
+
+def not_positive_finite(value: Any) -> Any:
+    return ~((value > 0) & (value < np.inf))
 
 
 def soft_counts(
@@ -78,7 +123,8 @@ def soft_counts(
     with ``sigma_i = sigmoid((s_i - threshold) / T)``.
 
     Conventions: a logit exactly at the threshold counts one half, at any temperature. A
-    temperature that is not > 0 raises `ValueError`. NaN or infinite logits, labels outside
+    temperature that is not > 0 and finite, or a non-finite threshold, raises `ValueError`
+    (both may be traced: then the counts are NaN). NaN or infinite logits, labels outside
     {0, 1} and negative or non-finite weights raise `ValueError` eagerly; under `jax.jit` or
     `jax.grad` the counts of that batch element are NaN.
 
@@ -98,8 +144,9 @@ def soft_counts(
       >>> [round(float(c), 4) for c in counts]  # tp, fp, fn, tn
       [1.5033, 1.1192, 0.4967, 1.8808]
     """
-    check_temperature(temperature)
+    bad_option = check_temperature(temperature) | check_finite_option(threshold, "threshold")
     logits, labels, weights, invalid = loss_inputs(logits, labels, sample_weight, "logits")
+    invalid = invalid | bad_option
     flagged = jax.nn.sigmoid((logits - threshold) / temperature)
     positive, negative = weights * labels, weights * (1 - labels)
     counts = Counts(
@@ -131,13 +178,14 @@ def soft_f_beta_loss(
 
     Conventions: a batch without positives has TP = FN = 0, so the loss is 1 while any alarm
     is raised, with the gradient pushing the alarms down; it is 0 only in the limit of none
-    (the hard metric's 0/0, which scikit-learn sets by `zero_division`). Bad input and
-    `temperature` as `soft_counts`: `ValueError` eagerly, NaN under `jax.jit`.
+    (the hard metric's 0/0, which scikit-learn sets by `zero_division`). A negative or NaN
+    `beta` raises `ValueError` (NaN when traced). Bad input, `temperature` and `threshold` as
+    `soft_counts`: `ValueError` eagerly, NaN under `jax.jit`.
 
     Args:
       logits: ``[*batch, n]`` real scores.
       labels: ``[*batch, n]`` labels in {0, 1} or bool.
-      beta: the weight of recall against precision (2 favours recall).
+      beta: the weight of recall against precision, >= 0 (2 favours recall, inf is recall).
       temperature: T > 0 of the sigmoid relaxation.
       threshold: the decision threshold on the logits.
       sample_weight: optional ``[*batch, n]`` non-negative weights (0 for padding).
@@ -154,10 +202,17 @@ def soft_f_beta_loss(
       Bénédict, Koops, Odijk & de Rijke (2022), "sigmoidF1: a smooth F1 score surrogate loss
       for multilabel classification", Transactions on Machine Learning Research.
     """
+    bad_beta = option_flag(beta, "beta", lambda b: ~(b >= 0), "be >= 0")
     counts = soft_counts(
         logits, labels, temperature=temperature, threshold=threshold, sample_weight=sample_weight
     )
-    return 1 - rates_lib.f_beta(counts, beta=beta, zero_division=1.0)
+    # F-beta of `rates.f_beta`, written here for a `beta` that may be traced: divided through
+    # by 1 + beta^2, so that beta = inf is recall with no special case
+    fp_share = 1 / (1 + jnp.square(jnp.asarray(beta, counts.tp.dtype)))
+    f_beta = safe_divide(
+        counts.tp, counts.tp + (1 - fp_share) * counts.fn + fp_share * counts.fp, 1.0
+    )
+    return validation.nan_where(bad_beta, 1 - f_beta)
 
 
 def soft_precision(

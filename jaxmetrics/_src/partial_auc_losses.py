@@ -19,11 +19,12 @@ from typing import Literal, TypeAlias
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxmetrics._src import sorting, validation
 from jaxmetrics._src.counts import safe_divide
-from jaxmetrics._src.losses import check_temperature, loss_inputs
-from jaxmetrics._src.ranking_losses import _PAIR_BLOCK, _row_sums, hinge_total
+from jaxmetrics._src.losses import check_finite_option, check_temperature, loss_inputs, option_flag
+from jaxmetrics._src.ranking_losses import _PAIR_BLOCK, _row_sums, hinge_total, rank_scores
 from jaxmetrics._src.typing import Array, ArrayLike, Surrogate, options_of
 
 PartialAucMethod: TypeAlias = Literal["cvar", "kl"]
@@ -34,23 +35,19 @@ _METHODS = options_of(PartialAucMethod)
 _ROUNDING_EPSILONS = 2
 
 
-def _check_rate(value: float, name: str, *, low: float, high: float, closed: str) -> float:
-    """A rate option in an interval; `closed` says which end belongs to it ("high" or "low")."""
-    try:
-        rate = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"`{name}` must be a number; got {value!r}.") from None
-    inside = low < rate <= high if closed == "high" else low <= rate < high
-    if not inside:
-        interval = f"({low:g}, {high:g}]" if closed == "high" else f"[{low:g}, {high:g})"
-        raise ValueError(f"`{name}` must be in {interval}; got {value!r}.")
-    return rate
+def _check_rate(value: float, name: str, *, closed: str) -> np.ndarray | Array:
+    """`option_flag` of a rate in (0, 1] (`closed="high"`) or [0, 1) (`closed="low"`)."""
+    if closed == "high":
+        return option_flag(value, name, lambda r: ~((r > 0) & (r <= 1)), "be in (0, 1]")
+    return option_flag(value, name, lambda r: ~((r >= 0) & (r < 1)), "be in [0, 1)")
 
 
-def _check_options(surrogate: str, method: str, temperature: float) -> None:
+def _check_options(
+    surrogate: str, method: str, temperature: float, margin: float
+) -> np.ndarray | Array:
     validation.check_option(surrogate, "surrogate", _SURROGATES)
     validation.check_option(method, "method", _METHODS)
-    check_temperature(temperature)
+    return check_temperature(temperature) | check_finite_option(margin, "margin")
 
 
 def _pair_term(surrogate: str, margin: float) -> Callable[[Array, Array], Array]:
@@ -63,12 +60,11 @@ def _pair_term(surrogate: str, margin: float) -> Callable[[Array, Array], Array]
     }[surrogate]
 
 
-def _kept_weight(total: Array, fraction: float) -> Array:
+def _kept_weight(total: Array, fraction: Array) -> Array:
     """``min(ceil(fraction * total), total)``: the weight a band keeps, at least one sample."""
-    if fraction == 1:  # the whole class, exactly
-        return total
     slack = 1 - _ROUNDING_EPSILONS * jnp.finfo(total.dtype).eps
-    return jnp.minimum(jnp.ceil(fraction * total * slack), total)
+    kept = jnp.minimum(jnp.ceil(fraction * total * slack), total)
+    return jnp.where(fraction >= 1, total, kept)  # the whole class, exactly
 
 
 def _shares(ranked: sorting.Ranked, weight: Array, kept: Array, *, top: bool) -> Array:
@@ -87,12 +83,12 @@ def _cvar_kernel(
     weights: Array,
     *,
     surrogate: str,
-    margin: float,
-    max_fpr: float,
-    min_tpr: float,
+    margin: Array,
+    max_fpr: Array,
+    min_tpr: Array,
 ) -> Array:
     # one sort serves the selection and the pair sums, which do not depend on the samples' order
-    ranked = sorting.rank(scores)
+    ranked = rank_scores(scores)
     labels, weights = labels[ranked.order], weights[ranked.order]
     # the selection is piecewise constant in the scores: no gradient flows through it
     fixed = jax.lax.stop_gradient(weights)
@@ -100,42 +96,67 @@ def _cvar_kernel(
     kept_positive = _kept_weight((fixed * labels).sum(), 1 - min_tpr)
     negative = weights * (1 - labels)
     negative = negative * _shares(ranked, fixed * (1 - labels), kept_negative, top=True)
+    # (with min_tpr = 0 every share is exactly 1: the whole class is kept)
     positive = weights * labels
-    if min_tpr > 0:
-        positive = positive * _shares(ranked, fixed * labels, kept_positive, top=False)
+    positive = positive * _shares(ranked, fixed * labels, kept_positive, top=False)
     if surrogate in ("hinge", "squared_hinge"):
         total = hinge_total(ranked, positive, negative, margin, 1 if surrogate == "hinge" else 2)
     else:
-        total = (positive * _row_sums(ranked.scores, negative, _pair_term(surrogate, margin))).sum()
+        term = _pair_term(surrogate, margin)
+        total = (positive * _row_sums(ranked.scores, ranked.scores, negative, term)).sum()
     return safe_divide(total, kept_positive * kept_negative, 0.0)
 
 
 def _log_mean_exp(values: Array, weight: Array) -> Array:
-    """``log sum_j weight_j exp(values_j)`` over the last axis for weights summing to 1, stable;
-    entries of weight 0 take no part, and a row without any gives 0 (with zero gradient)."""
+    """``log(sum_j weight_j exp(values_j) / sum_j weight_j)`` over the last axis, stable at both
+    ends; entries of weight 0 take no part, and a row without any gives 0 (zero gradient).
+
+    With ``top = max values`` it is ``top + log(mean exp(values - top))``. When the values are
+    nearly equal (a KL loss at a high temperature: ``l / tau`` of 1e-8) that mean is 1 + 1e-8,
+    which rounds to 1 (and the weights' normalised sum rounds off 1 by as much): the result
+    was the largest value, the tau -> 0 limit, or worse. There it is
+    ``top + log1p(mean expm1(values - top))`` instead, from the deviations alone.
+    """
     values = jnp.where(weight > 0, values, -jnp.inf)
     top = jax.lax.stop_gradient(jnp.max(values, axis=-1, keepdims=True))
     top = jnp.where(jnp.isfinite(top), top, 0.0)
-    total = (weight * jnp.exp(values - top)).sum(-1)
+    total = weight.sum(-1)
     present = total > 0
-    return jnp.where(present, jnp.log(jnp.where(present, total, 1.0)) + top[..., 0], 0.0)
+    share = weight / jnp.expand_dims(jnp.where(present, total, 1.0), -1)
+    below = values - top  # <= 0, -inf where the weight is 0
+    near = (share * jnp.expm1(below)).sum(-1)  # the mean of exp, less 1: in (-1, 0]
+    # far from 1, the mean itself keeps its relative precision (near rounds to -1 when the
+    # top's share is below float epsilon); the other branch is fed a safe value
+    small = near > -0.5
+    mean = (share * jnp.exp(below)).sum(-1)
+    log_mean = jnp.where(
+        small,
+        jnp.log1p(jnp.where(small, near, 0.0)),
+        jnp.log(jnp.where(small | (mean <= 0), 1.0, mean)),
+    )
+    return jnp.where(present, log_mean + top[..., 0], 0.0)
 
 
 def _row_log_mean_exp(
-    scores: Array, column_weight: Array, term: Callable[[Array, Array], Array], temperature: float
+    rows: Array,
+    columns: Array,
+    column_weight: Array,
+    term: Callable[[Array, Array], Array],
+    temperature: Array,
 ) -> Array:
-    """``[log sum_j column_weight_j exp(term(s_i, s_j) / temperature) for each i]`` in blocks of
-    rows; each block is recomputed in the backward pass, so memory stays O(block n)."""
-    n = scores.shape[0]
+    """``[log mean_j exp(term(rows_i, columns_j) / temperature) for each i]`` (weighted by
+    `column_weight`) in blocks of rows; each block is recomputed in the backward pass, so memory
+    stays O(block n). The last block is padded with copies of the last row (see `_row_sums`)."""
+    n = rows.shape[0]
     block = min(_PAIR_BLOCK, n)
     padded = -(-n // block) * block
-    rows = jnp.pad(scores, (0, padded - n)).reshape(-1, block)
+    blocks = jnp.pad(rows, (0, padded - n), mode="edge").reshape(-1, block)
 
     @jax.checkpoint
     def one_block(r: Array) -> Array:
-        return _log_mean_exp(term(r[:, None], scores[None, :]) / temperature, column_weight)
+        return _log_mean_exp(term(r[:, None], columns[None, :]) / temperature, column_weight)
 
-    return jax.lax.map(one_block, rows).reshape(-1)[:n]
+    return jax.lax.map(one_block, blocks).reshape(-1)[:n]
 
 
 def _kl_kernel(
@@ -144,42 +165,47 @@ def _kl_kernel(
     weights: Array,
     *,
     surrogate: str,
-    margin: float,
-    temperature: float,
+    margin: Array,
+    temperature: Array,
     two_way: bool,
 ) -> Array:
     positive, negative = weights * labels, weights * (1 - labels)
     row_weight = safe_divide(positive, positive.sum(), 0.0)
-    column_weight = safe_divide(negative, negative.sum(), 0.0)
     term = _pair_term(surrogate, margin)
+    # Rows other than the positives' are never used: they are given the top score, where every
+    # surrogate is at most its value at 0. Their own scores could make terms overflow (a squared
+    # hinge at logits of 1e19), and 0 * inf is NaN in the sum or in the backward pass.
+    rows = jnp.where(positive > 0, scores, jax.lax.stop_gradient(scores.max()))
     # per positive: temperature * log mean_j exp(l_ij / temperature), the KL-DRO over negatives
-    per_positive = temperature * _row_log_mean_exp(scores, column_weight, term, temperature)
+    per_positive = temperature * _row_log_mean_exp(rows, scores, negative, term, temperature)
     if two_way:  # the same DRO over the positives' values
-        loss = temperature * _log_mean_exp(per_positive / temperature, row_weight)
+        loss = temperature * _log_mean_exp(per_positive / temperature, positive)
     else:
         loss = (row_weight * per_positive).sum()
     # exactly 0 without pairs (the row weights' sum may round off 1)
     return jnp.where((positive.sum() > 0) & (negative.sum() > 0), loss, 0.0)
 
 
-@functools.partial(
-    jax.jit, static_argnames=("surrogate", "method", "max_fpr", "min_tpr", "two_way")
-)
+@functools.partial(jax.jit, static_argnames=("surrogate", "method", "two_way"))
 def _batched_loss(
     logits: Array,
     labels: Array,
     weights: Array,
-    margin: float,
-    temperature: float,
+    options: dict[str, Array],
     *,
     surrogate: str,
     method: str,
-    max_fpr: float,
-    min_tpr: float,
     two_way: bool,
 ) -> Array:
     """The loss of every batch element, compiled once per option set and shape (called eagerly,
-    op-by-op dispatch of the batched kernel would compile each of its operations instead)."""
+    op-by-op dispatch of the batched kernel would compile each of its operations instead). The
+    float options are traced: a new value compiles nothing, and a schedule may pass them under
+    `jax.jit`."""
+    dtype = logits.dtype
+    margin, temperature, max_fpr, min_tpr = (
+        jnp.asarray(options[name], dtype)
+        for name in ("margin", "temperature", "max_fpr", "min_tpr")
+    )
     if method == "cvar":
         kernel = functools.partial(
             _cvar_kernel, surrogate=surrogate, margin=margin, max_fpr=max_fpr, min_tpr=min_tpr
@@ -191,10 +217,10 @@ def _batched_loss(
     return validation.map_batch(kernel, logits, labels, weights)
 
 
-def _loss(logits, labels, sample_weight, margin, temperature, **options) -> Array:
+def _loss(logits, labels, sample_weight, bad_option, options, **static) -> Array:
     logits, labels, weights, invalid = loss_inputs(logits, labels, sample_weight, "logits")
-    loss = _batched_loss(logits, labels, weights, margin, temperature, **options)
-    return validation.nan_where(invalid, loss)
+    loss = _batched_loss(logits, labels, weights, options, **static)
+    return validation.nan_where(invalid | bad_option, loss)
 
 
 def partial_auc_loss(
@@ -233,15 +259,17 @@ def partial_auc_loss(
     of each member's weight (so the pairs' weights sum to W_+ K); the selection carries no gradient.
     K is rounded in the logits' float type (past 2^22 negatives in float32 it may be one off).
     ``max_fpr=1`` is `pairwise_auc_loss`. "cvar" with the hinge family is exact in O(n log n) from
-    sorted prefix sums, with no n+ x n- array; "logistic" and "sigmoid" sum the pair terms in blocks
-    of 256 rows (O(n^2) time, O(256 n) memory, as `pairwise_auc_loss`). "kl" sums them so for every
-    surrogate, recomputing each block in the backward pass; it does not use `max_fpr` (checked
-    only): the temperature sets the focus, from the hardest negative per positive (tau -> 0) to
-    `pairwise_auc_loss` (tau -> inf). Without pairs (one class in the batch) the loss is 0, with
-    zero gradient. Unknown `surrogate` or `method`, `max_fpr` outside (0, 1] and a non-positive
-    `temperature` raise `ValueError`. NaN or infinite logits, labels outside {0, 1} and negative or
-    non-finite weights raise `ValueError` eagerly; under `jax.jit` or `jax.grad` that element's loss
-    is NaN.
+    sorted suffix moments, with no n+ x n- array and invariant under a shift of the logits;
+    "logistic" and "sigmoid" sum the pair terms in blocks of 256 rows (O(n^2) time, O(256 n)
+    memory, as `pairwise_auc_loss`). "kl" sums them so for every surrogate, recomputing each
+    block in the backward pass (accurate at high temperatures too: at tau = 1e12 it is the mean
+    pair loss); it does not use `max_fpr` (checked only): the temperature sets the focus, from
+    the hardest negative per positive (tau -> 0) to `pairwise_auc_loss` (tau -> inf). Without
+    pairs (one class in the batch) the loss is 0, with zero gradient. Unknown `surrogate` or
+    `method` raise `ValueError`; so do `max_fpr` outside (0, 1], a `temperature` that is not > 0
+    and finite and a non-finite `margin`, which may be traced (a schedule under `jax.jit`: then
+    the loss is NaN). NaN or infinite logits, labels outside {0, 1} and negative or non-finite
+    weights raise `ValueError` eagerly; under `jax.jit` or `jax.grad` that element's loss is NaN.
 
     Args:
       logits: ``[*batch, n]`` real scores.
@@ -269,18 +297,17 @@ def partial_auc_loss(
       Zhu, Li, Wang, Wu & Yang (2022), "When AUC meets DRO: optimizing partial AUC for deep
       learning with non-convex convergence guarantee", Proc. ICML, PMLR 162:27548-27573.
     """
-    _check_options(surrogate, method, temperature)
-    max_fpr = _check_rate(max_fpr, "max_fpr", low=0.0, high=1.0, closed="high")
+    bad_option = _check_options(surrogate, method, temperature, margin)
+    bad_option = bad_option | _check_rate(max_fpr, "max_fpr", closed="high")
+    options = {"margin": margin, "temperature": temperature, "max_fpr": max_fpr, "min_tpr": 0.0}
     return _loss(
         logits,
         labels,
         sample_weight,
-        margin,
-        temperature,
+        bad_option,
+        options,
         surrogate=surrogate,
         method=method,
-        max_fpr=max_fpr,
-        min_tpr=0.0,
         two_way=False,
     )
 
@@ -327,8 +354,9 @@ def two_way_partial_auc_loss(
     rows otherwise; 0 with zero gradient without pairs). ``min_tpr=0`` is `partial_auc_loss`. "kl"
     does not use `min_tpr` and `max_fpr` (checked only): the temperature sets the focus, towards the
     hardest pair as tau -> 0 and `pairwise_auc_loss` as tau -> inf. `min_tpr` outside [0, 1),
-    `max_fpr` outside (0, 1], an unknown `surrogate` or `method` and a non-positive `temperature`
-    raise `ValueError`; bad values as `partial_auc_loss`.
+    `max_fpr` outside (0, 1], an unknown `surrogate` or `method`, a `temperature` that is not > 0
+    and finite and a non-finite `margin` raise `ValueError` (the float options may be traced:
+    then the loss is NaN); bad values as `partial_auc_loss`.
 
     Args:
       logits: ``[*batch, n]`` real scores.
@@ -361,18 +389,17 @@ def two_way_partial_auc_loss(
       Zhu, Li, Wang, Wu & Yang (2022), "When AUC meets DRO: optimizing partial AUC for deep
       learning with non-convex convergence guarantee", Proc. ICML, PMLR 162:27548-27573.
     """
-    _check_options(surrogate, method, temperature)
-    min_tpr = _check_rate(min_tpr, "min_tpr", low=0.0, high=1.0, closed="low")
-    max_fpr = _check_rate(max_fpr, "max_fpr", low=0.0, high=1.0, closed="high")
+    bad_option = _check_options(surrogate, method, temperature, margin)
+    bad_option = bad_option | _check_rate(min_tpr, "min_tpr", closed="low")
+    bad_option = bad_option | _check_rate(max_fpr, "max_fpr", closed="high")
+    options = {"margin": margin, "temperature": temperature, "max_fpr": max_fpr, "min_tpr": min_tpr}
     return _loss(
         logits,
         labels,
         sample_weight,
-        margin,
-        temperature,
+        bad_option,
+        options,
         surrogate=surrogate,
         method=method,
-        max_fpr=max_fpr,
-        min_tpr=min_tpr,
         two_way=True,
     )

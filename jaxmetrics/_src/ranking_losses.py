@@ -8,15 +8,17 @@ losses are then 0 with zero gradient.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxmetrics._src import sorting, validation
 from jaxmetrics._src.counts import safe_divide
-from jaxmetrics._src.losses import check_temperature, loss_inputs
+from jaxmetrics._src.losses import check_finite_option, check_temperature, loss_inputs, option_flag
 from jaxmetrics._src.typing import Array, ArrayLike, Surrogate, options_of
 
 _SURROGATES = options_of(Surrogate)
@@ -25,43 +27,142 @@ _PAIR_BLOCK = 256
 
 
 def hinge_total(
-    ranked: sorting.Ranked, positive: Array, negative: Array, margin: float, power: int
+    ranked: sorting.Ranked, positive: Array, negative: Array, margin: ArrayLike, power: int
 ) -> Array:
     """sum_ij positive_i negative_j max(0, margin - (s_i - s_j))^power, power 1 or 2, with the
     weights given in the ranked order (also the partial-AUC losses' pair sum).
 
-    A pair is active when s_j > s_i - margin. For each positive the active negatives are a
-    suffix of the ascending order, whose weight, weighted sum and weighted sum of squares are
-    prefix-sum differences: O(n log n), no pair matrix.
+    A pair is active when ``(s_j - s_i) + margin > 0``; for each positive the active negatives
+    are a suffix of the ascending order. One parallel scan gives every suffix's negative weight
+    W, weighted mean mu and scatter ``M2 = sum_j w_j (s_j - mu)^2`` (Chan, Golub & LeVeque's
+    pairwise update), and the positive's sum is ``W x`` (power 1) or ``M2 + W x^2`` (power 2),
+    with ``x = mu - s_i + margin``: sums of non-negative terms, O(n log n) time and memory (the
+    scan's levels, kept for the gradient), no pair matrix.
+    (Prefix sums of s and s^2 expanded as ``W gap^2 + 2 gap S1 + S2`` cancel catastrophically:
+    at logits + 1e4 the loss came out 10 times too large, or negative.) The scores are centred
+    on their median first, so that the means are small numbers (exact under a shift of the
+    logits wherever ``s - median`` is).
     """
-    s = ranked.scores
-    moments = jnp.stack([negative * s**k for k in range(power + 1)], axis=-1)
-    # one scan and one search for all the moments (each costs compile time on CPU)
-    prefix = jax.vmap(sorting.prefix_sum, in_axes=1, out_axes=1)(moments)
-    suffix = prefix[-1] - sorting.at_thresholds(ranked, prefix, s - margin, inclusive=True)
-    gap = margin - s  # the pair term is gap_i + s_j
-    if power == 1:
-        per_positive = suffix[:, 0] * gap + suffix[:, 1]
-    else:
-        per_positive = suffix[:, 0] * gap * gap + 2 * gap * suffix[:, 1] + suffix[:, 2]
-    return (positive * per_positive).sum()
+    n = ranked.scores.shape[0]
+    s = ranked.scores - jax.lax.stop_gradient(ranked.scores[n // 2])
+    moments = _suffix_moments(negative, s)
+    # the empty suffix (no active negative) at index n
+    moments = jnp.concatenate([moments, jnp.zeros((3, 1), moments.dtype)], axis=1)
+    weight, mean, scatter = moments[:, _first_active(ranked, s, margin)]
+    excess = (mean - s) + margin  # mean - (s_i - margin) >= 0 over active negatives
+    # (W x) x, not W x^2: with W = 0 and x large, x^2 could overflow and give 0 * inf
+    weighted_excess = weight * excess
+    per_positive = weighted_excess if power == 1 else scatter + weighted_excess * excess
+    # the other positions' suffixes are never used, and may overflow (the scatter of negatives
+    # spread over 1e20): 0 * inf would be NaN
+    return jnp.where(positive > 0, positive * per_positive, 0).sum()
 
 
-def _hinge_pairs(scores: Array, labels: Array, weights: Array, margin: float, power: int) -> Array:
-    """`hinge_total` over every positive-negative pair: one sort of the scores."""
+def _suffix_moments(weight: Array, s: Array) -> Array:
+    """Rows (weight, mean, scatter) of ``s[i:]`` weighted by ``weight[i:]``, for every i.
+
+    A doubling scan: after level k each position holds the moments of its next 2^k entries, and
+    level k + 1 merges in those 2^k further on. ceil(log2 n) levels of O(n) parallel work; one
+    loop body, so the program (and its gradient) stays small at any n.
+    """
+    n = s.shape[0]
+
+    def level(k: Array, moments: Array) -> Array:
+        # the moments 2^k places further on; past the end, those of the empty set
+        padded = jnp.concatenate([moments, jnp.zeros_like(moments)], axis=1)
+        return _merge_moments(moments, jax.lax.dynamic_slice_in_dim(padded, 2**k, n, axis=1))
+
+    start = jnp.stack([weight, s, jnp.zeros_like(s)])
+    return jax.lax.fori_loop(0, max(n - 1, 1).bit_length(), level, start)
+
+
+def _merge_moments(a: Array, b: Array) -> Array:
+    """Rows (weight, mean, scatter) of the union of two weighted sets of scores; an empty set
+    (weight 0) takes no part, whatever its mean."""
+    weight_a, mean_a, scatter_a = a
+    weight_b, mean_b, scatter_b = b
+    weight = weight_a + weight_b
+    some = weight > 0
+    share_b = jnp.where(some, weight_b / jnp.where(some, weight, 1), 0)
+    # a convex combination, exact when either side is empty (a + (b - a) would round b)
+    mean = (1 - share_b) * mean_a + share_b * mean_b
+    delta = mean_b - mean_a
+    # (w_a delta)(share_b delta), not delta^2: an empty side gives exactly 0, never 0 * inf
+    scatter = scatter_a + scatter_b + (weight_a * delta) * (share_b * delta)
+    return jnp.stack([weight, mean, scatter])
+
+
+def _first_active(ranked: sorting.Ranked, s: Array, margin: ArrayLike) -> Array:
+    """Per position i of the ascending scores `s` (`ranked`'s, centred), the first position j
+    whose pair ``(s_j - s_i) + margin > 0`` is active (n when none is).
+
+    A search finds the first score >= ``t = s_i - margin``, rounded; the tie group there is
+    active unless it sits at t and fails the exact test, and is skipped then (at s_i = 1e18,
+    ``s_i - 1`` rounds to s_i: a score tied with s_i, active for margin > 0, would be lost by a
+    plain search for the scores > t).
+    """
+    n = s.shape[0]
+    s = jax.lax.stop_gradient(s)  # positions only
+    start = jnp.searchsorted(s, s - margin, side="left")
+    at = jnp.minimum(start, n - 1)
+    active = (start < n) & ((s[at] - s) + margin > 0)
+    return jnp.where(active, start, ranked.group_stop[at])
+
+
+def rank_scores(scores: Array) -> sorting.Ranked:
+    """`sorting.rank`, with a gradient for every sorted score.
+
+    `rank` flushes subnormal scores to 0 with a `where`, whose gradient is 0 at a score of
+    exactly 0: a pair loss would never move a logit that sits at 0 (every logit of a model
+    initialised at zero). The values stay `rank`'s; the gradient is the gather's.
+    """
     ranked = sorting.rank(scores)
+    gathered = scores[ranked.order]
+    fixed = jax.lax.stop_gradient
+    return ranked._replace(scores=fixed(ranked.scores) + (gathered - fixed(gathered)))
+
+
+def _hinge_pairs(
+    scores: Array, labels: Array, weights: Array, margin: ArrayLike, power: int
+) -> Array:
+    """`hinge_total` over every positive-negative pair: one sort of the scores."""
+    ranked = rank_scores(scores)
     labels, weights = labels[ranked.order], weights[ranked.order]
     return hinge_total(ranked, weights * labels, weights * (1 - labels), margin, power)
 
 
-def _row_sums(scores: Array, column_weight: Array, term: Callable[[Array, Array], Array]) -> Array:
-    """``[sum_j column_weight_j term(s_i, s_j) for each i]``, in blocks of rows (bounded memory)."""
-    n = scores.shape[0]
+def _row_sums(
+    rows: Array,
+    columns: Array,
+    column_weight: Array,
+    term: Callable[[Array, Array], Array],
+    *,
+    skip_diagonal: bool = False,
+) -> Array:
+    """``[sum_j column_weight_j term(rows_i, columns_j) for each i]``, in blocks of rows
+    (bounded memory); with `skip_diagonal`, over j != i only.
+
+    The last block is padded with copies of the last row, whose terms are finite wherever the
+    real rows' are (a row of zeros is not: with a squared hinge at logits of 1e20 its terms
+    overflow, and 0 * inf is NaN in the backward pass). Skipping the diagonal, rather than
+    subtracting its constant value afterwards, keeps it out of the gradient: its derivatives
+    in s_i as row and as column (+-0.25 / tau for a sigmoid) cancel only up to rounding, which
+    swamped the true gradient where it is small.
+    """
+    n = rows.shape[0]
     block = min(_PAIR_BLOCK, n)
     padded = -(-n // block) * block
-    rows = jnp.pad(scores, (0, padded - n)).reshape(-1, block)
-    sums = jax.lax.map(lambda r: (term(r[:, None], scores[None, :]) * column_weight).sum(-1), rows)
-    return sums.reshape(-1)[:n]
+    blocks = jnp.pad(rows, (0, padded - n), mode="edge").reshape(-1, block)
+    starts = jnp.arange(0, padded, block)
+
+    def one_block(r: Array, start: Array) -> Array:
+        weight = column_weight
+        if skip_diagonal:
+            row_index = start + jnp.arange(block)
+            weight = jnp.where(row_index[:, None] == jnp.arange(n)[None, :], 0, column_weight)
+        return (term(r[:, None], columns[None, :]) * weight).sum(-1)
+
+    return jax.lax.map(lambda args: one_block(*args), (blocks, starts)).reshape(-1)[:n]
 
 
 def pairwise_auc_loss(
@@ -84,12 +185,14 @@ def pairwise_auc_loss(
     "squared_hinge" ``max(0, m - d)^2``, "sigmoid" ``sigmoid(-d)``; m is `margin`, and W_+,
     W_- the total weights of the two classes.
 
-    Conventions: the hinge family is computed exactly in O(n log n) from sorted prefix sums,
-    with no n+ x n- matrix; "logistic" and "sigmoid" sum the pairs in blocks of rows, in
-    O(n+ n) time and O(256 n) memory. Without pairs (one class in the batch) the loss is 0,
-    with zero gradient. An unknown `surrogate` raises `ValueError`. NaN or infinite logits,
-    labels outside {0, 1} and negative or non-finite weights raise `ValueError` eagerly; under
-    `jax.jit` or `jax.grad` the loss of that batch element is NaN.
+    Conventions: the hinge family is computed exactly in O(n log n) from sorted suffix moments,
+    with no n+ x n- matrix, and invariant under a shift of the logits (they are centred first);
+    "logistic" and "sigmoid" sum the pairs in blocks of rows, in O(n+ n) time and O(256 n)
+    memory. Without pairs (one class in the batch) the loss is 0, with zero gradient. An
+    unknown `surrogate` raises `ValueError`; so does a non-finite `margin` (which may be
+    traced: then the loss is NaN). NaN or infinite logits, labels outside {0, 1} and negative or
+    non-finite weights raise `ValueError` eagerly; under `jax.jit` or `jax.grad` the loss of that
+    batch element is NaN.
 
     Args:
       logits: ``[*batch, n]`` real scores.
@@ -114,7 +217,18 @@ def pairwise_auc_loss(
       approximation to the Wilcoxon-Mann-Whitney statistic", Proc. ICML, 848-855.
     """
     validation.check_option(surrogate, "surrogate", _SURROGATES)
+    bad_margin = check_finite_option(margin, "margin")
     logits, labels, weights, invalid = loss_inputs(logits, labels, sample_weight, "logits")
+    losses = _pairwise_losses(logits, labels, weights, margin, surrogate=surrogate)
+    return validation.nan_where(invalid | bad_margin, losses)
+
+
+@functools.partial(jax.jit, static_argnames="surrogate")
+def _pairwise_losses(
+    logits: Array, labels: Array, weights: Array, margin: Array, *, surrogate: str
+) -> Array:
+    """`pairwise_auc_loss` of every batch element, one compiled program per surrogate and shape
+    (called eagerly, op-by-op dispatch would compile each operation of the kernel instead)."""
 
     def kernel(scores: Array, labels: Array, weights: Array) -> Array:
         positive, negative = weights * labels, weights * (1 - labels)
@@ -126,10 +240,10 @@ def pairwise_auc_loss(
                 if surrogate == "logistic"
                 else (lambda a, b: jax.nn.sigmoid(b - a))
             )
-            total = (positive * _row_sums(scores, negative, term)).sum()
+            total = (positive * _row_sums(scores, scores, negative, term)).sum()
         return safe_divide(total, positive.sum() * negative.sum(), 0.0)
 
-    return validation.nan_where(invalid, validation.map_batch(kernel, logits, labels, weights))
+    return validation.map_batch(kernel, logits, labels, weights)
 
 
 def auc_margin_loss(
@@ -153,9 +267,10 @@ def auc_margin_loss(
 
     Conventions: use scores in [0, 1] (the paper's sigmoid outputs; margin 1.0 by default),
     which are not checked. A batch with one class present has no margin term: the loss is the
-    variance of the class that is there. NaN or infinite `probs`, labels outside {0, 1} and
-    negative or non-finite weights raise `ValueError` eagerly (naming `probs`); under `jax.jit`
-    or `jax.grad` the loss of that batch element is NaN.
+    variance of the class that is there. A non-finite `margin` raises `ValueError` (NaN when
+    traced). NaN or infinite `probs`, labels outside {0, 1} and negative or non-finite weights
+    raise `ValueError` eagerly (naming `probs`); under `jax.jit` or `jax.grad` the loss of that
+    batch element is NaN.
 
     Args:
       probs: ``[*batch, n]`` scores, e.g. ``jax.nn.sigmoid(logits)``.
@@ -176,7 +291,9 @@ def auc_margin_loss(
       surrogate loss and empirical studies on medical image classification", Proc. ICCV,
       3040-3049.
     """
+    bad_margin = check_finite_option(margin, "margin")
     probs, labels, weights, invalid = loss_inputs(probs, labels, sample_weight, "probs")
+    invalid = invalid | bad_margin
     positive, negative = weights * labels, weights * (1 - labels)
     count_pos, count_neg = positive.sum(-1), negative.sum(-1)
     mean_pos = safe_divide((positive * probs).sum(-1), count_pos, 0.0)
@@ -219,6 +336,20 @@ class AucMarginState(NamedTuple):
     alpha: Array
 
 
+def check_state_shape(state: AucMarginState, batch_shape: tuple[int, ...], name: str) -> None:
+    """Each field of an AUC-M `state` must be a scalar or broadcast to `batch_shape` (the batch
+    axes of `name`), never widen it; raise `ValueError` naming the field otherwise."""
+    for field, value in zip(state._fields, state):
+        shape = tuple(np.shape(value))
+        if len(shape) > len(batch_shape) or any(
+            size not in (1, axis) for size, axis in zip(shape[::-1], batch_shape[::-1])
+        ):
+            raise ValueError(
+                f"`state.{field}` must be a scalar or broadcast to the batch shape "
+                f"{batch_shape} of `{name}`; got shape {shape}."
+            )
+
+
 def auc_margin_objective(
     probs: ArrayLike,
     labels: ArrayLike,
@@ -246,8 +377,9 @@ def auc_margin_objective(
         state = AucMarginState(state.a - lr * grads[1].a, state.b - lr * grads[1].b,
                                jnp.maximum(0.0, state.alpha + lr * grads[1].alpha))
 
-    Conventions: a class absent from the batch contributes 0 to its mean terms. Bad input as
-    `auc_margin_loss`: `ValueError` eagerly (naming `probs`), NaN under `jax.jit`.
+    Conventions: a class absent from the batch contributes 0 to its mean terms. A state field
+    that does not broadcast to the batch shape ``[*batch]`` raises `ValueError`. Bad input and
+    `margin` as `auc_margin_loss`: `ValueError` eagerly (naming `probs`), NaN under `jax.jit`.
 
     Args:
       probs: ``[*batch, n]`` scores in [0, 1], e.g. ``jax.nn.sigmoid(logits)``.
@@ -272,7 +404,10 @@ def auc_margin_objective(
       surrogate loss and empirical studies on medical image classification", Proc. ICCV,
       3040-3049.
     """
+    bad_margin = check_finite_option(margin, "margin")
     probs, labels, weights, invalid = loss_inputs(probs, labels, sample_weight, "probs")
+    check_state_shape(state, invalid.shape, "probs")
+    invalid = invalid | bad_margin
     positive, negative = weights * labels, weights * (1 - labels)
     count_pos, count_neg = positive.sum(-1), negative.sum(-1)
 
@@ -311,9 +446,9 @@ def smooth_ap_loss(
 
     Conventions: tied scores count each other one half, at any temperature. A batch without
     positives gives 0. Pairs are summed in blocks of rows (bounded memory). A temperature that
-    is not > 0 raises `ValueError`. NaN or infinite logits, labels outside {0, 1} and negative
-    or non-finite weights raise `ValueError` eagerly; under `jax.jit` or `jax.grad` the loss of
-    that batch element is NaN.
+    is not > 0 and finite raises `ValueError` (NaN when traced). NaN or infinite logits, labels
+    outside {0, 1} and negative or non-finite weights raise `ValueError` eagerly; under
+    `jax.jit` or `jax.grad` the loss of that batch element is NaN.
 
     Args:
       logits: ``[*batch, n]`` real scores.
@@ -336,8 +471,9 @@ def smooth_ap_loss(
       Brown, Xie, Kalogeiton & Zisserman (2020), "Smooth-AP: smoothing the path towards
       large-scale image retrieval", Proc. ECCV, LNCS 12354:677-694.
     """
-    check_temperature(temperature)
+    bad_temperature = check_temperature(temperature)
     logits, labels, weights, invalid = loss_inputs(logits, labels, sample_weight, "logits")
+    invalid = invalid | bad_temperature
 
     def kernel(scores: Array, labels: Array, weights: Array) -> Array:
         positive = weights * labels
@@ -346,8 +482,7 @@ def smooth_ap_loss(
             return jax.nn.sigmoid((s_j - s_i) / temperature)
 
         def ranks(column_weight: Array) -> Array:
-            # drop the j = i term, sigma(0) = 1/2
-            return _row_sums(scores, column_weight, above) - 0.5 * column_weight
+            return _row_sums(scores, scores, column_weight, above, skip_diagonal=True)
 
         rank_all = 1 + ranks(weights)
         rank_positive = 1 + ranks(positive)
@@ -381,9 +516,9 @@ def recall_at_precision_objective(
     model, ascend on lambda (its gradient is the constraint violation) and clip it at 0.
 
     Conventions: a batch without positives gives 0. `min_precision` outside (0, 1) raises
-    `ValueError`. NaN or infinite logits, labels outside {0, 1} and negative or non-finite
-    weights raise `ValueError` eagerly; under `jax.jit` or `jax.grad` the value of that batch
-    element is NaN.
+    `ValueError` (NaN when traced). NaN or infinite logits, labels outside {0, 1} and negative
+    or non-finite weights raise `ValueError` eagerly; under `jax.jit` or `jax.grad` the value of
+    that batch element is NaN.
 
     Args:
       logits: ``[*batch, n]`` real scores, the decision threshold at 0.
@@ -406,8 +541,11 @@ def recall_at_precision_objective(
       Eban, Schain, Mackey, Gordon, Saurous & Elidan (2017), "Scalable learning of
       non-decomposable objectives", Proc. AISTATS, PMLR 54:832-840.
     """
-    validation.check_probability_level(min_precision, "min_precision")
+    bad_level = option_flag(
+        min_precision, "min_precision", lambda p: ~((p > 0) & (p < 1)), "be in (0, 1)"
+    )
     logits, labels, weights, invalid = loss_inputs(logits, labels, sample_weight, "logits")
+    invalid = invalid | bad_level
     positive, negative = weights * labels, weights * (1 - labels)
     loss_pos = (positive * jax.nn.relu(1 - logits)).sum(-1)
     loss_neg = (negative * jax.nn.relu(1 + logits)).sum(-1)

@@ -18,8 +18,13 @@ import numpy as np
 
 from jaxmetrics._src import validation
 from jaxmetrics._src.counts import safe_divide
-from jaxmetrics._src.losses import loss_inputs
-from jaxmetrics._src.ranking_losses import AucMarginState, _row_sums, auc_margin_objective
+from jaxmetrics._src.losses import check_finite_option, loss_inputs, option_flag
+from jaxmetrics._src.ranking_losses import (
+    AucMarginState,
+    _row_sums,
+    auc_margin_objective,
+    check_state_shape,
+)
 from jaxmetrics._src.typing import Array, ArrayLike, Surrogate, options_of
 
 _SURROGATES = options_of(Surrogate)
@@ -84,18 +89,32 @@ def _soap_step(state, logits, labels, weights, ids, invalid, gamma, margin, *, s
 
     term = _above_term(surrogate, margin)
     batch_weight = weights.sum()
-    above_positive = safe_divide(_row_sums(logits, weights * labels, term), batch_weight, 0)
-    above_all = safe_divide(_row_sums(logits, weights, term), batch_weight, 0)
+    # only the members' rows are read: the others are given the top score, where every
+    # surrogate is at most its value at 0 (their own could overflow a squared hinge, and the
+    # unused inf would still make NaN in the backward pass)
+    rows = jnp.where(member, logits, jax.lax.stop_gradient(logits.max()))
+    # each positive counts itself, with the constant term l(0): its derivatives as row and as
+    # column cancel only up to rounding, which swamped the gradient of the top positive
+    fixed = jax.lax.stop_gradient(rows)
+    itself = term(fixed, fixed)
+    positive = weights * labels
+
+    def above(column_weight: Array) -> Array:
+        pairs = _row_sums(rows, logits, column_weight, term, skip_diagonal=True)
+        return safe_divide(pairs + column_weight * itself, batch_weight, 0)
+
+    above_positive, above_all = above(positive), above(weights)
     row = jnp.where(member, ids, 0)
     new_positive = (1 - gamma) * state.positive_above[row] + gamma * above_positive
     new_all = (1 - gamma) * state.all_above[row] + gamma * above_all
     u_pos, u_all = jax.lax.stop_gradient((new_positive, new_all))
+    # counts past the float range (a squared hinge of logits ~1e19 apart): nothing is written
+    overflow = (member & ~(jnp.isfinite(u_pos) & jnp.isfinite(u_all))).any()
+    invalid = invalid | overflow
 
-    positive = weights * labels
     precision = safe_divide(u_pos, u_all, 1.0)
-    gradient_form = safe_divide(u_pos * above_all, u_all**2, 0.0) - safe_divide(
-        above_positive, u_all, 0.0
-    )
+    # u+ g / u^2 - g+ / u, with u^2 never formed (it overflows at counts of 1e20)
+    gradient_form = safe_divide(precision * above_all - above_positive, u_all, 0.0)
     total = positive.sum()
     value = 1 - safe_divide((positive * precision).sum(), total, 1.0)
     linear = safe_divide((positive * gradient_form).sum(), total, 0.0)
@@ -106,7 +125,7 @@ def _soap_step(state, logits, labels, weights, ids, invalid, gamma, margin, *, s
         state.positive_above.at[written].set(u_pos, mode="drop"),
         state.all_above.at[written].set(u_all, mode="drop"),
     )
-    return jnp.where(invalid, jnp.nan, value), new_state
+    return jnp.where(invalid, jnp.nan, value), new_state, overflow
 
 
 class SoapLoss:
@@ -166,9 +185,11 @@ class SoapLoss:
         those entries of the state change. A batch without positives gives 0 with zero
         gradient. A zero count (a hinge with margin <= 0) reads as precision 1. One batch,
         `logits` ``[n]``: vmap over (state, logits, labels, ids) for independent problems.
-        `gamma` outside (0, 1] and an unknown `surrogate` raise `ValueError`; so do NaN or
-        infinite logits, labels outside {0, 1}, negative weights and bad ids, eagerly. Under
-        `jax.jit` such a batch gives NaN and leaves the state unchanged.
+        `gamma` outside (0, 1], a non-finite `margin` and an unknown `surrogate` raise
+        `ValueError`; so do NaN or infinite logits, labels outside {0, 1}, negative weights,
+        bad ids, and logits so large that the counts overflow (a squared hinge of logits 1e19
+        apart), eagerly. Under `jax.jit` (where `gamma` and `margin` may be traced, e.g. a
+        schedule) such a batch gives NaN and leaves the state unchanged.
 
         Args:
           state: `SoapState` from `init` or the previous step.
@@ -196,8 +217,9 @@ class SoapLoss:
           precision-recall curves with provable convergence", Proc. NeurIPS 34:1752-1765.
         """
         validation.check_option(surrogate, "surrogate", _SURROGATES)
-        if not 0 < gamma <= 1:
-            raise ValueError(f"`gamma` must be in (0, 1]; got {gamma!r}.")
+        bad_option = option_flag(
+            gamma, "gamma", lambda g: ~((g > 0) & (g <= 1)), "be in (0, 1]"
+        ) | check_finite_option(margin, "margin")
         logits, labels, weights, invalid = loss_inputs(logits, labels, sample_weight, "logits")
         if logits.ndim != 1:
             raise ValueError(
@@ -205,10 +227,25 @@ class SoapLoss:
                 "state, logits, labels and ids for independent problems)."
             )
         state = SoapState(*(jnp.asarray(u, logits.dtype) for u in state))
+        shapes = [tuple(u.shape) for u in state]
+        if len(shapes[0]) != 1 or shapes[1] != shapes[0]:
+            raise ValueError(
+                "`state` must hold two arrays of shape [num_positives] (`soap_loss.init`); got "
+                f"shapes {shapes[0]} and {shapes[1]}."
+            )
         ids = _check_ids(ids, labels, weights, state.all_above.shape[0])
-        invalid, gamma, margin = (jnp.asarray(x) for x in (invalid, gamma, margin))
+        invalid = invalid | bad_option
+        gamma, margin = (jnp.asarray(x, logits.dtype) for x in (gamma, margin))
         arrays = (state, logits, labels, weights, ids, invalid)
-        return _soap_step(*arrays, gamma, margin, surrogate=surrogate)
+        value, new_state, overflow = _soap_step(*arrays, gamma, margin, surrogate=surrogate)
+        if not isinstance(overflow, jax.core.Tracer) and overflow:
+            largest = float(jnp.abs(logits).max())
+            raise ValueError(
+                f"`logits` must keep SOAP's counts finite in {logits.dtype} with surrogate="
+                f"{surrogate!r}; found logits up to {largest:.3g} in absolute value, whose pair "
+                "terms overflow. Scale them down (LibAUC passes sigmoid(logits))."
+            )
+        return value, new_state
 
 
 soap_loss = SoapLoss()
@@ -241,8 +278,10 @@ def compositional_auc_loss(
     Conventions: ``inner_learning_rate=0`` is ``auc_margin_objective(sigmoid(logits), ...)``.
     The step ignores the weights (a zero-weight sample takes no part anyway). A class absent
     from the batch contributes 0 to its terms. A negative or non-finite `inner_learning_rate`
-    raises `ValueError`. NaN or infinite logits, labels outside {0, 1} and negative or
-    non-finite weights raise `ValueError` eagerly; under `jax.jit` the value is NaN.
+    and a non-finite `margin` raise `ValueError` (both may be traced: then the value is NaN); so
+    does a state field that does not broadcast to the batch shape ``[*batch]``. NaN or infinite
+    logits, labels outside {0, 1} and negative or non-finite weights raise `ValueError` eagerly;
+    under `jax.jit` the value is NaN.
 
     Args:
       logits: ``[*batch, n]`` real scores.
@@ -266,15 +305,18 @@ def compositional_auc_loss(
       Yuan, Guo, Xu, Ying & Yang (2022), "Compositional training for end-to-end deep AUC
       maximization", Proc. ICLR.
     """
-    if not 0 <= inner_learning_rate < math.inf:
-        raise ValueError(
-            f"`inner_learning_rate` must be finite and >= 0; got {inner_learning_rate!r}."
-        )
+    bad_option = option_flag(
+        inner_learning_rate,
+        "inner_learning_rate",
+        lambda rate: ~((rate >= 0) & (rate < np.inf)),
+        "be finite and >= 0",
+    ) | check_finite_option(margin, "margin")
     logits, labels, weights, invalid = loss_inputs(logits, labels, sample_weight, "logits")
+    check_state_shape(state, invalid.shape, "logits")
     objective = _compositional_objective(
         logits, labels, weights, state, inner_learning_rate, margin
     )
-    return validation.nan_where(invalid, objective)
+    return validation.nan_where(invalid | bad_option, objective)
 
 
 @jax.jit
@@ -306,9 +348,9 @@ def multilabel_auc_margin_loss(
 
     Conventions: labels on the second-to-last axis, samples on the last (transpose a model's
     ``[n, L]`` output). Every label counts equally; a label with one class in the batch
-    contributes the terms of the class that is there. Bad input as `auc_margin_objective`:
-    `ValueError` eagerly (naming `probs`), NaN under `jax.jit`; a state whose fields do not
-    broadcast to ``[*batch, L]`` raises `ValueError`.
+    contributes the terms of the class that is there. Bad input and `margin` as
+    `auc_margin_objective`: `ValueError` eagerly (naming `probs`), NaN under `jax.jit`; a state
+    whose fields do not broadcast to ``[*batch, L]`` raises `ValueError`.
 
     Args:
       probs: ``[*batch, L, n]`` scores in [0, 1], e.g. ``jax.nn.sigmoid(logits)``.
@@ -347,9 +389,10 @@ def multilabel_auc_margin_loss(
                 f"`state.{name}` must have shape [L]=({axes[-1]},) or broadcast to the batch "
                 f"and label axes {axes}; got {field_shape}."
             )
+    bad_margin = check_finite_option(margin, "margin")
     probs, labels, weights, invalid = loss_inputs(probs, labels, sample_weight, "probs")
     objective = _label_mean(probs, labels, weights, state, margin)
-    return validation.nan_where(invalid.any(-1), objective)
+    return validation.nan_where(invalid.any(-1) | bad_margin, objective)
 
 
 @jax.jit
