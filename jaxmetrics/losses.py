@@ -1,5 +1,6 @@
 """Differentiable surrogates of jaxmetrics' metrics, as optax-style training losses."""
 
+from jaxmetrics._src.batches import balanced_batches as balanced_batches
 from jaxmetrics._src.listwise_losses import approx_ndcg_loss as approx_ndcg_loss
 from jaxmetrics._src.listwise_losses import listnet_loss as listnet_loss
 from jaxmetrics._src.losses import soft_counts as soft_counts
@@ -17,7 +18,6 @@ from jaxmetrics._src.ranking_losses import (
 )
 from jaxmetrics._src.ranking_losses import smooth_ap_loss as smooth_ap_loss
 from jaxmetrics._src.stateful_losses import SoapState as SoapState
-from jaxmetrics._src.stateful_losses import balanced_batches as balanced_batches
 from jaxmetrics._src.stateful_losses import compositional_auc_loss as compositional_auc_loss
 from jaxmetrics._src.stateful_losses import multilabel_auc_margin_loss as multilabel_auc_margin_loss
 from jaxmetrics._src.stateful_losses import soap_loss as soap_loss

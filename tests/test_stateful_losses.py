@@ -8,10 +8,10 @@ import optax
 import pytest
 
 import jaxmetrics as jm
+from jaxmetrics._src.batches import balanced_batches
 from jaxmetrics._src.ranking_losses import AucMarginState, auc_margin_objective
 from jaxmetrics._src.stateful_losses import (
     SoapState,
-    balanced_batches,
     compositional_auc_loss,
     multilabel_auc_margin_loss,
     soap_loss,

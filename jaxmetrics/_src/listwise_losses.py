@@ -23,7 +23,7 @@ import jax.numpy as jnp
 from jaxmetrics._src import validation
 from jaxmetrics._src.counts import safe_divide
 from jaxmetrics._src.losses import check_temperature
-from jaxmetrics._src.ranking_losses import _row_sums
+from jaxmetrics._src.pair_sums import row_sums
 from jaxmetrics._src.retrieval_ties import _MASK, _not_a_grade
 from jaxmetrics._src.typing import Array, ArrayLike
 
@@ -64,7 +64,7 @@ def _approx_ndcg_kernel(scores: Array, relevance: Array, mask: Array, temperatur
     def above(s_i: Array, s_j: Array) -> Array:
         return jax.nn.sigmoid((s_j - s_i) / temperature)
 
-    rank = 1 + _row_sums(scores, scores, mask, above, skip_diagonal=True)
+    rank = 1 + row_sums(scores, scores, mask, above, skip_diagonal=True)
     gains = mask * relevance
     dcg = (gains / jnp.log2(1 + rank)).sum()
     ideal = jnp.sort(gains)[::-1]

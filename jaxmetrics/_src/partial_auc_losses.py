@@ -24,7 +24,7 @@ import numpy as np
 from jaxmetrics._src import sorting, validation
 from jaxmetrics._src.counts import safe_divide
 from jaxmetrics._src.losses import check_finite_option, check_temperature, loss_inputs, option_flag
-from jaxmetrics._src.ranking_losses import _PAIR_BLOCK, _row_sums, hinge_total, rank_scores
+from jaxmetrics._src.pair_sums import PAIR_BLOCK, hinge_total, rank_scores, row_sums
 from jaxmetrics._src.typing import Array, ArrayLike, Surrogate, options_of
 
 PartialAucMethod: TypeAlias = Literal["cvar", "kl"]
@@ -103,7 +103,7 @@ def _cvar_kernel(
         total = hinge_total(ranked, positive, negative, margin, 1 if surrogate == "hinge" else 2)
     else:
         term = _pair_term(surrogate, margin)
-        total = (positive * _row_sums(ranked.scores, ranked.scores, negative, term)).sum()
+        total = (positive * row_sums(ranked.scores, ranked.scores, negative, term)).sum()
     return safe_divide(total, kept_positive * kept_negative, 0.0)
 
 
@@ -146,9 +146,9 @@ def _row_log_mean_exp(
 ) -> Array:
     """``[log mean_j exp(term(rows_i, columns_j) / temperature) for each i]`` (weighted by
     `column_weight`) in blocks of rows; each block is recomputed in the backward pass, so memory
-    stays O(block n). The last block is padded with copies of the last row (see `_row_sums`)."""
+    stays O(block n). The last block is padded with copies of the last row (see `pair_sums.row_sums`)."""
     n = rows.shape[0]
-    block = min(_PAIR_BLOCK, n)
+    block = min(PAIR_BLOCK, n)
     padded = -(-n // block) * block
     blocks = jnp.pad(rows, (0, padded - n), mode="edge").reshape(-1, block)
 
