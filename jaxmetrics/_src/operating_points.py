@@ -23,7 +23,7 @@ import numpy as np
 from jaxmetrics._src import recipe, sorting, validation
 from jaxmetrics._src.bootstrap import bootstrap
 from jaxmetrics._src.counts import safe_divide
-from jaxmetrics._src.thresholds import check_level, meets_floor, split_level
+from jaxmetrics._src.floors import check_level, meets_floor, split_level
 from jaxmetrics._src.typing import Array, ArrayLike
 
 

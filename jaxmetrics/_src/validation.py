@@ -12,7 +12,6 @@ Shape and dtype errors raise in both regimes, because shapes and dtypes are know
 
 from __future__ import annotations
 
-import numbers
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -22,7 +21,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src import layouts, programs
+from jaxmetrics._src import kernels, layouts
+from jaxmetrics._src.options import (  # the option checks, used as validation.check_*
+    check_count as check_count,
+)
+from jaxmetrics._src.options import (
+    check_option as check_option,
+)
+from jaxmetrics._src.options import (
+    check_probability_level as check_probability_level,
+)
+from jaxmetrics._src.options import (
+    check_real as check_real,
+)
 
 Array = jax.Array
 
@@ -120,62 +131,6 @@ def not_zero_or_one(values: Any) -> Any:
     return (values != 0) & (values != 1)
 
 
-def check_option(value: Any, name: str, allowed: Sequence[Any]) -> Any:
-    """A string/None option must be one of `allowed` (the `Literal` it is typed with)."""
-    if not any(value is a or (isinstance(value, str) and value == a) for a in allowed):
-        raise ValueError(f"`{name}` must be one of {tuple(allowed)}; got {value!r}.")
-    return value
-
-
-def check_count(value: Any, name: str, *, minimum: int = 1) -> int:
-    """A static count option (`k`, `num_resamples`, `num_bins`): a Python or numpy integer."""
-    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
-        raise TypeError(f"`{name}` must be an int >= {minimum}; got {value!r}.")
-    if value < minimum:
-        raise ValueError(f"`{name}` must be an int >= {minimum}; got {value!r}.")
-    return int(value)
-
-
-def check_real(value: Any, name: str, *, traced: bool = False) -> Any:
-    """A real-number option: a Python or numpy real, never a bool or a string.
-
-    Python's `float` reads ``"0.9"`` and ``True`` as numbers, so options checked with it took
-    them silently. A concrete scalar array is read as the number it holds. With `traced`, a
-    traced scalar is accepted too (a hyper-parameter that may follow a schedule inside a jitted
-    step); otherwise the option is static, and a traced value is refused saying so.
-    """
-    if isinstance(value, bool | np.bool_ | str | bytes) or value is None:
-        kind = "a number" if traced else "a Python number"
-        raise TypeError(f"`{name}` must be {kind}; got {value!r} of type {type(value).__name__}.")
-    if isinstance(value, numbers.Real):
-        return value.item() if isinstance(value, np.generic) else value
-    dtype = getattr(value, "dtype", None)
-    real = dtype is not None and (
-        jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.integer)
-    )
-    if real and np.ndim(value) == 0:
-        if isinstance(value, jax.core.Tracer):
-            if traced:
-                return value
-            raise TypeError(
-                f"`{name}` must be a Python number (a static option), not a traced value; got "
-                f"{value!r}. Pass it as a constant, or mark it static in `jax.jit`."
-            )
-        return np.asarray(value).item()
-    raise TypeError(
-        f"`{name}` must be a number; got {value!r} of type {type(value).__name__}"
-        + (f" and shape {np.shape(value)}." if dtype is not None else ".")
-    )
-
-
-def check_probability_level(value: Any, name: str = "confidence") -> float:
-    """A level strictly inside (0, 1), e.g. `confidence`: a Python number."""
-    level = float(check_real(value, name))
-    if not 0 < level < 1:
-        raise ValueError(f"`{name}` must be in (0, 1); got {value!r}.")
-    return level
-
-
 def float_dtype(*dtypes: Any) -> Any:
     """Float type of results: float64 whenever x64 is on (results are float64 end to end), else
     float32 (counts stay exact integers; only ratios of them are float)."""
@@ -227,7 +182,7 @@ def to_device(value: Any) -> Array:
     `jnp.asarray` of a numpy array compiles a small copy program ("stage") for every new shape
     and type, 5-40 ms each on the CPU; `jax.device_put` copies it without one.
     """
-    if isinstance(value, np.ndarray | np.generic) and programs.trace_state_clean():
+    if isinstance(value, np.ndarray | np.generic) and kernels.trace_state_clean():
         return jax.device_put(value)
     return jnp.asarray(value)
 
