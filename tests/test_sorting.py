@@ -108,21 +108,21 @@ def test_small_eager_programs_are_compiled_for_a_fast_compile_with_the_same_resu
         x = rng.normal(size=(2, size)).astype(np.float32)
         expected = np.cumsum(np.sort(x, axis=-1), axis=-1, dtype=np.float64)
         np.testing.assert_allclose(function(x), expected, rtol=1e-4, atol=1e-3)
-        assert function.fast._cache_size() == int(expect_fast), size
-        assert function.optimised._cache_size() == int(not expect_fast), size
+        assert function.fast.jitted._cache_size() == int(expect_fast), size
+        assert function.optimised.jitted._cache_size() == int(not expect_fast), size
     # concrete arrays inside a caller's jit: inlined into its program (options would be refused)
     function = fresh()
     small = rng.normal(size=50).astype(np.float32)
     inside = jax.jit(lambda: function(small))()
     np.testing.assert_allclose(inside, np.cumsum(np.sort(small)), rtol=1e-5, atol=1e-5)
-    assert function.fast._cache_size() == 0
+    assert function.fast.jitted._cache_size() == 0
     # a jaxlib without the options: the optimised program, the same result
     monkeypatch.setattr(kernels, "_FAST_COMPILE", {"xla_no_such_option": 1})
     kernels._fast_compile_available.cache_clear()
     try:
         function = fresh()
         np.testing.assert_allclose(function(small), np.cumsum(np.sort(small)), rtol=1e-5, atol=1e-5)
-        assert function.fast._cache_size() == 0 and function.optimised._cache_size() == 1
+        assert function.fast.jitted._cache_size() == 0 and function.optimised.jitted._cache_size() == 1
     finally:
         monkeypatch.undo()
         kernels._fast_compile_available.cache_clear()

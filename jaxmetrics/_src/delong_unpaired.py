@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtr
 
-from jaxmetrics._src import validation
+from jaxmetrics._src import kernels, validation
 from jaxmetrics._src.delong import (
     _components,
     _delong_inputs,
@@ -178,7 +178,7 @@ def _t_quantile(alpha: Array, df: Array) -> Array:
     return jnp.exp((low + high) / 2)
 
 
-@jax.jit
+@kernels.jit  # (ranks: the kernel branch is part of its key)
 def _unpaired_fields(inputs_a: tuple, inputs_b: tuple, alpha: Array) -> DeLongUnpairedTest:
     auc_a, variance_a, invalid_a = _auc_and_variance(*inputs_a)
     auc_b, variance_b, invalid_b = _auc_and_variance(*inputs_b)

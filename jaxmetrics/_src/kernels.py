@@ -2,13 +2,15 @@
 
 On the CPU backend three steps run faster in numpy than as XLA programs: the sort (with its tie
 groups), the running sums and maxima, and the bootstrap's bincount. Compiled programs call them
-as custom calls registered by name (`host_kernels`). Elsewhere (GPU, TPU) XLA's sort, scan and
+back through `jax.pure_callback` (`host_kernels`). Elsewhere (GPU, TPU) XLA's sort, scan and
 scatter run. `xla_kernels` forces the second branch everywhere:
 
 * the accelerator branch can be tested on a CPU-only machine;
 * nothing calls back into one process from arrays that span several.
 
-Both branches give the same numbers (the test suite runs its registry under both).
+Both branches give the same numbers (the test suite runs its registry under both). The library's
+own compiled functions (`jit`, `sample_jit`) take the branch as a static argument, so each
+branch has its programs and switching clears nothing.
 """
 
 from __future__ import annotations
@@ -20,8 +22,7 @@ from collections.abc import Iterator
 
 import jax
 import numpy as np
-
-from jaxmetrics._src import programs
+from jax.extend import core as jax_core
 
 _host_callbacks = contextvars.ContextVar("jaxmetrics_host_callbacks", default=True)
 
@@ -57,9 +58,10 @@ def xla_kernels(enabled: bool = True) -> Iterator[None]:
 
     Inside the block every function is traced without the numpy kernels (the CPU backend's fast
     path), exactly as on a GPU or TPU; results are the same. Use it to run the accelerator code
-    path on a CPU. Compiled programs are cleared on entry and exit
-    (``jax.clear_caches()``) when the choice changes, because a cached trace would otherwise keep
-    the other branch.
+    path on a CPU. jaxmetrics' own compiled programs are kept per branch, so entering and
+    leaving the block clears nothing; a function you compiled yourself (``jax.jit(f)``) keeps
+    the branch it was first traced with: trace it inside the block (a new ``jax.jit``) to get
+    XLA's kernels there.
 
     Args:
       enabled: ``False`` gives the default choice back inside an outer block.
@@ -71,19 +73,46 @@ def xla_kernels(enabled: bool = True) -> Iterator[None]:
     """
     if not isinstance(enabled, bool):
         raise TypeError(f"xla_kernels: enabled must be True or False, got {enabled!r}")
-    changes = host_callbacks() == enabled
-    if changes:
-        jax.clear_caches()
     token = _host_callbacks.set(not enabled)
     try:
         yield
     finally:
         _host_callbacks.reset(token)
-        if changes:
-            jax.clear_caches()
 
 
-_trace_state_clean = programs.trace_state_clean
+_EAGER = type(jax_core.find_top_trace(()))  # the trace of code run outside any transformation
+
+
+def trace_state_clean() -> bool:
+    """Whether no transformation (jit, vmap, grad) is tracing the caller now."""
+    return type(jax_core.find_top_trace(())) is _EAGER
+
+
+_BRANCH = "_jaxmetrics_host_kernels"
+
+
+def jit(fun, **jit_options):
+    """`jax.jit(fun, **jit_options)` with the kernel branch (`host_callbacks`) as a static
+    argument: a trace made with the host kernels never serves a call under `xla_kernels`."""
+    static_argnames = jit_options.pop("static_argnames", ())
+    if isinstance(static_argnames, str):
+        static_argnames = (static_argnames,)
+
+    def branch(*args, **kwargs):
+        with host_callbacks_set(kwargs.pop(_BRANCH)):
+            return fun(*args, **kwargs)
+
+    jitted = jax.jit(branch, static_argnames=(*static_argnames, _BRANCH), **jit_options)
+
+    @functools.wraps(fun)
+    def call(*args, **kwargs):
+        return jitted(*args, **kwargs, **{_BRANCH: host_callbacks()})
+
+    def lower(*args, **kwargs):
+        return jitted.lower(*args, **kwargs, **{_BRANCH: host_callbacks()})
+
+    call.lower, call.jitted = lower, jitted  # (the program for given arguments; for tests)
+    return call
 
 
 # Eager programs on at most this many samples are compiled for a fast compile rather than fast
@@ -130,11 +159,11 @@ def sample_jit(fun, **jit_options):
     where the choice changes. Inside a caller's trace the function is inlined and the choice
     means nothing. For programs that run once per call, never for a loop of many evaluations.
     """
-    optimised = programs.jit(fun, **jit_options)
-    fast = programs.jit(fun, compiler_options=_FAST_COMPILE, **jit_options)
+    optimised = jit(fun, **jit_options)
+    fast = jit(fun, compiler_options=_FAST_COMPILE, **jit_options)
 
     def call(*args, **kwargs):
-        if not _trace_state_clean():  # inside a caller's trace: inlined (options are refused)
+        if not trace_state_clean():  # inside a caller's trace: inlined (options are refused)
             return optimised(*args, **kwargs)
         small = sample_size(*args, **kwargs) <= FAST_COMPILE_SAMPLES
         if small and jax.default_backend() == "cpu" and _fast_compile_available():

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src import sorting, validation
+from jaxmetrics._src import kernels, sorting, validation
 from jaxmetrics._src.resampling import _random_bits, _seed_words, check_key
 from jaxmetrics._src.typing import Array, ArrayLike
 
@@ -83,7 +83,7 @@ def _errors_gap(ordered_a: Array, ordered_b: Array) -> Array:
     return gap.sum(dtype=jnp.int32 if 2 * n * n < 2**31 else validation.float_dtype())
 
 
-@functools.partial(jax.jit, static_argnames=("num_permutations",))
+@functools.partial(kernels.jit, static_argnames=("num_permutations",))
 def _paired_fields(scores_a, scores_b, labels, invalid, key, *, num_permutations):
     n = labels.shape[0]
     seed = _seed_words(key)
@@ -149,7 +149,7 @@ def _area_between(curve_a: tuple[Array, Array], curve_b: tuple[Array, Array]) ->
     return jnp.where(segment, areas, 0).sum()
 
 
-@functools.partial(jax.jit, static_argnames=("num_permutations",))
+@functools.partial(kernels.jit, static_argnames=("num_permutations",))
 def _unpaired_fields(scores_a, labels_a, scores_b, labels_b, invalid, key, *, num_permutations):
     size_a, size = labels_a.shape[0], labels_a.shape[0] + labels_b.shape[0]
     dtype = validation.float_dtype()
