@@ -20,7 +20,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxmetrics._src import validation
+from jaxmetrics._src import kernels, validation
 from jaxmetrics._src.counts import safe_divide
 from jaxmetrics._src.losses import check_temperature
 from jaxmetrics._src.pair_sums import row_sums
@@ -88,7 +88,7 @@ def _listnet_kernel(scores: Array, relevance: Array, mask: Array, temperature: A
 
 
 def _lifted(kernel):
-    @jax.jit
+    @kernels.jit
     def losses(scores: Array, relevance: Array, mask: Array, temperature: Array) -> Array:
         return validation.map_batch(
             lambda s, r, w: kernel(s, r, w, temperature), scores, relevance, mask

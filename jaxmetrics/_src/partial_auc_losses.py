@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src import sorting, validation
+from jaxmetrics._src import kernels, sorting, validation
 from jaxmetrics._src.counts import safe_divide
 from jaxmetrics._src.losses import check_finite_option, check_temperature, loss_inputs, option_flag
 from jaxmetrics._src.pair_sums import PAIR_BLOCK, hinge_total, rank_scores, row_sums
@@ -146,7 +146,8 @@ def _row_log_mean_exp(
 ) -> Array:
     """``[log mean_j exp(term(rows_i, columns_j) / temperature) for each i]`` (weighted by
     `column_weight`) in blocks of rows; each block is recomputed in the backward pass, so memory
-    stays O(block n). The last block is padded with copies of the last row (see `pair_sums.row_sums`)."""
+    stays O(block n). The last block is padded with copies of the last row (see
+    `pair_sums.row_sums`)."""
     n = rows.shape[0]
     block = min(PAIR_BLOCK, n)
     padded = -(-n // block) * block
@@ -186,7 +187,7 @@ def _kl_kernel(
     return jnp.where((positive.sum() > 0) & (negative.sum() > 0), loss, 0.0)
 
 
-@functools.partial(jax.jit, static_argnames=("surrogate", "method", "two_way"))
+@functools.partial(kernels.jit, static_argnames=("surrogate", "method", "two_way"))
 def _batched_loss(
     logits: Array,
     labels: Array,

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src import validation
+from jaxmetrics._src import kernels, validation
 from jaxmetrics._src.counts import safe_divide
 from jaxmetrics._src.losses import check_finite_option, check_temperature, loss_inputs, option_flag
 from jaxmetrics._src.pair_sums import hinge_pairs, row_sums
@@ -82,7 +82,7 @@ def pairwise_auc_loss(
     return validation.nan_where(invalid | bad_margin, losses)
 
 
-@functools.partial(jax.jit, static_argnames="surrogate")
+@functools.partial(kernels.jit, static_argnames="surrogate")
 def _pairwise_losses(
     logits: Array, labels: Array, weights: Array, margin: Array, *, surrogate: str
 ) -> Array:

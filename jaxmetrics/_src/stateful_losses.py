@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src import validation
+from jaxmetrics._src import kernels, validation
 from jaxmetrics._src.counts import safe_divide
 from jaxmetrics._src.losses import check_finite_option, loss_inputs, option_flag
 from jaxmetrics._src.pair_sums import row_sums
@@ -76,7 +76,7 @@ def _check_ids(ids: ArrayLike, labels: Array, weights: Array, num_positives: int
     return jnp.asarray(ids).astype(jnp.int32)
 
 
-@functools.partial(jax.jit, static_argnames="surrogate")
+@functools.partial(kernels.jit, static_argnames="surrogate")
 def _soap_step(state, logits, labels, weights, ids, invalid, gamma, margin, *, surrogate):
     """`soap_loss.loss` after its eager checks: (value, new state)."""
     num_positives = state.all_above.shape[0]
