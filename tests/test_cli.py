@@ -207,8 +207,10 @@ def test_tiny_data_gives_undefined_intervals_and_fills_the_cache(tmp_path):
     assert auc["estimate"] == 1.0
     assert [auc[k] for k in ("low", "high", "delong_low", "delong_high")] == [None] * 4
     assert document["metadata"]["resamples"] == 20 and document["data"]["samples"] == 3
-    kept = list((tmp_path / "cache" / "jaxmetrics" / "programs").glob("*.program"))
-    assert kept, "compiled programs should be kept in $XDG_CACHE_HOME/jaxmetrics/programs"
+    folder = tmp_path / "cache" / "jaxmetrics" / "jax"
+    kept = list(folder.glob("*-cache"))
+    assert kept, "compiled programs should be kept in $XDG_CACHE_HOME/jaxmetrics/jax"
+    assert folder.stat().st_mode & 0o777 == 0o700  # private: a cache is code that runs
 
 
 def _jax_loaded(pid):

@@ -99,34 +99,35 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
 
 
 def cache_directory() -> Path:
-    """Where compiled programs are kept: $XDG_CACHE_HOME/jaxmetrics/programs, or
-    ~/.cache/jaxmetrics/programs."""
+    """Where compiled programs are kept: $XDG_CACHE_HOME/jaxmetrics/jax, or
+    ~/.cache/jaxmetrics/jax."""
     base = os.environ.get("XDG_CACHE_HOME", "")
     root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
-    return root / "jaxmetrics" / "programs"
+    return root / "jaxmetrics" / "jax"
 
 
 def _use_compilation_cache() -> bool:
-    """Keep every compiled program on disk, so a second run neither traces nor compiles it.
+    """Keep compiled programs on disk with JAX's persistent compilation cache, so a second run
+    compiles only the programs that call numpy back (JAX keeps none of those).
 
-    jaxmetrics' own cache (`programs`) finds a program without tracing it. JAX's persistent
-    cache stays off beside it: an executable that JAX had loaded from its cache, serialized
-    again, did not run. A cache the user chose (JAX_COMPILATION_CACHE_DIR) is the only one.
-    Returns whether a cache is in use."""
+    A cache the user chose (JAX_COMPILATION_CACHE_DIR) is used as it is. Ours is made private
+    (0700) and used only if this user owns it: a cache is code that runs. Returns whether a
+    cache is in use."""
     import jax
-
-    from jaxmetrics._src import programs
 
     if jax.config.jax_compilation_cache_dir:  # the user chose JAX's cache
         return True
     directory = cache_directory()
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        owner = directory.stat().st_uid
     except OSError:
         return False  # no writable cache: run without one rather than fail
-    if not os.access(directory, os.W_OK):
+    if owner != os.getuid() or not os.access(directory, os.W_OK):
         return False
-    programs.use(directory)
+    jax.config.update("jax_compilation_cache_dir", str(directory))
+    # the report's programs compile in well under JAX's default 1 s floor: keep them all
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
     return True
 
 
@@ -258,8 +259,7 @@ def _report(args: argparse.Namespace, prog: str) -> tuple[int, str | None]:
 
     use_cache = not (args.no_cache or os.environ.get("JAXMETRICS_NO_CACHE", "") not in ("", "0"))
     try:
-        # every program of the report is kept (`programs`), those calling the CPU's numpy
-        # kernels included: they are custom calls registered by name (`host_kernels`)
+        # programs are kept in JAX's persistent cache, but for those calling numpy back
         return report.run(args, before_jax=_use_compilation_cache if use_cache else None), None
     except report.ReportError as error:
         return 2, f"{prog}: error: {error}"
