@@ -42,7 +42,7 @@ def budget_threshold(scores: ArrayLike, *, k: int) -> BudgetChoice:
     raises (`TypeError` or `ValueError`), as do NaN or infinite scores (`ValueError`); under
     `jax.jit` the affected batch element has value -1 and threshold NaN. Precision: called
     eagerly, float64 and large-integer scores are compared exactly and the threshold is the
-    input's own value (README, "Precision rules"); under `jax.jit` they are what JAX made them
+    input's own value (docs/conventions.md); under `jax.jit` they are what JAX made them
     (float32 unless `jax_enable_x64` is on).
 
     Args:

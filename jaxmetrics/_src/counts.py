@@ -129,7 +129,7 @@ def confusion_counts(
     (a NaN threshold marks only its own counts).
 
     Precision: called eagerly, float64 and large-integer scores and thresholds are compared
-    exactly (README, "Precision rules"); under `jax.jit` they are what JAX made them (float32
+    exactly (docs/conventions.md); under `jax.jit` they are what JAX made them (float32
     unless `jax_enable_x64` is on) and the thresholds are cast to the scores' dtype.
 
     Args:

@@ -93,7 +93,7 @@ def roc_curve(
     points come first (see `RocCurve`). Scores whose sample axis is split over D devices of a
     mesh give a curve split over the same devices, sorted where the samples are (O(n / D)
     memory per device) and n + D long: a split axis must divide evenly, so each device holds
-    n / D + 1 points (README, "Past one machine").
+    n / D + 1 points (docs/streaming-and-meshes.md).
 
     .. math:: \mathrm{FPR}(t) = \frac{FP(t)}{FP(t) + TN(t)}, \qquad
               \mathrm{TPR}(t) = \frac{TP(t)}{TP(t) + FN(t)}
@@ -102,7 +102,7 @@ def roc_curve(
     one point; samples of zero weight create no point. NaN or infinite scores, labels outside
     {0, 1} and negative weights raise `ValueError`; under `jax.jit` the float fields of the
     affected batch element are NaN. Precision: called eagerly, float64 and large-integer scores
-    are ranked exactly and returned as the input's own values (README, "Precision rules"); under
+    are ranked exactly and returned as the input's own values (docs/conventions.md); under
     `jax.jit` they are what JAX made them (float32 unless `jax_enable_x64` is on).
 
     Args:
@@ -191,7 +191,7 @@ def precision_recall_curve(
     positive is 0, as in scikit-learn. NaN or infinite scores, labels outside {0, 1} and
     negative weights raise `ValueError`; under `jax.jit` the float fields of the affected batch
     element are NaN. Precision: called eagerly, float64 and large-integer scores are ranked
-    exactly and returned as the input's own values (README, "Precision rules"); under `jax.jit`
+    exactly and returned as the input's own values (docs/conventions.md); under `jax.jit`
     they are what JAX made them (float32 unless `jax_enable_x64` is on).
 
     Args:

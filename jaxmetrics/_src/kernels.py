@@ -59,9 +59,10 @@ def xla_kernels(enabled: bool = True) -> Iterator[None]:
     Inside the block every function is traced without the numpy kernels (the CPU backend's fast
     path), exactly as on a GPU or TPU; results are the same. Use it to run the accelerator code
     path on a CPU. jaxmetrics' own compiled programs are kept per branch, so entering and
-    leaving the block clears nothing; a function you compiled yourself (``jax.jit(f)``) keeps
-    the branch it was first traced with: trace it inside the block (a new ``jax.jit``) to get
-    XLA's kernels there.
+    leaving the block clears nothing. A function you compiled yourself keeps the branch it was
+    first traced with: JAX keys its traces by the Python function, so even a second
+    ``jax.jit(jm.roc_auc)`` inside the block reuses the first trace; jit a new function there
+    (``jax.jit(lambda s, y: jm.roc_auc(s, y))``) to get XLA's kernels.
 
     Args:
       enabled: ``False`` gives the default choice back inside an outer block.

@@ -129,7 +129,7 @@ def label_ranking_average_precision(
     weight are left out, exactly as if their column were dropped from that sample. NaN or
     infinite scores, labels outside {0, 1} and weights other than 0 and 1 raise `ValueError`;
     under `jax.jit` the value of the affected sample is NaN. Precision: called eagerly, float64
-    and large-integer scores are ranked exactly (README, "Precision rules"); under `jax.jit`
+    and large-integer scores are ranked exactly (docs/conventions.md); under `jax.jit`
     they are what JAX made them (float32 unless `jax_enable_x64` is on).
 
     Args:
@@ -179,8 +179,8 @@ def coverage_error(
     as in scikit-learn. Labels of zero weight are left out, exactly as if their column were
     dropped from that sample. NaN or infinite scores, labels outside {0, 1} and weights other
     than 0 and 1 raise `ValueError`; under `jax.jit` the value of the affected sample is NaN.
-    Precision: called eagerly, float64 and large-integer scores are ranked exactly (README,
-    "Precision rules"); under `jax.jit` they are what JAX made them (float32 unless
+    Precision: called eagerly, float64 and large-integer scores are ranked exactly
+    (docs/conventions.md); under `jax.jit` they are what JAX made them (float32 unless
     `jax_enable_x64` is on).
 
     Args:
@@ -229,7 +229,7 @@ def label_ranking_loss(
     exactly as if their column were dropped from that sample. NaN or infinite scores, labels
     outside {0, 1} and weights other than 0 and 1 raise `ValueError`; under `jax.jit` the value
     of the affected sample is NaN. Precision: called eagerly, float64 and large-integer scores
-    are ranked exactly (README, "Precision rules"); under `jax.jit` they are what JAX made them
+    are ranked exactly (docs/conventions.md); under `jax.jit` they are what JAX made them
     (float32 unless `jax_enable_x64` is on).
 
     Args:

@@ -136,7 +136,7 @@ def youden_threshold(
     labels outside {0, 1} and negative weights raise `ValueError` naming the argument and index;
     under `jax.jit` every field of the affected batch element is NaN, as where a class is absent.
     Called eagerly, float64 and large-integer scores are ranked exactly and the threshold is the
-    input's own value (README, "Precision rules"). Choose the threshold on validation data, never on
+    input's own value (docs/conventions.md). Choose the threshold on validation data, never on
     the test set.
 
     Args:
@@ -181,7 +181,7 @@ def closest_to_corner_threshold(
     or infinite scores, labels outside {0, 1} and negative weights raise `ValueError` naming the
     argument and index; under `jax.jit` every field of the affected batch element is NaN, as where a
     class is absent. Called eagerly, float64 and large-integer scores are ranked exactly and the
-    threshold is the input's own value (README, "Precision rules"). Choose the threshold on
+    threshold is the input's own value (docs/conventions.md). Choose the threshold on
     validation data, never on the test set.
 
     Args:
@@ -236,7 +236,7 @@ def sensitivity_at_specificity(
     does a grid. NaN or infinite scores, labels outside {0, 1} and negative weights raise
     `ValueError` naming the argument and index; under `jax.jit` every field of the affected batch
     element is NaN, as where a class is absent. Called eagerly, float64 and large-integer scores are
-    ranked exactly and the threshold is the input's own value (README, "Precision rules"). Choose
+    ranked exactly and the threshold is the input's own value (docs/conventions.md). Choose
     the threshold on validation data, never on the test set.
 
     Args:
@@ -287,7 +287,7 @@ def specificity_at_sensitivity(
     `ValueError`. NaN or infinite scores, labels outside {0, 1} and negative weights raise
     `ValueError` naming the argument and index; under `jax.jit` every field of the affected batch
     element is NaN, as where a class is absent. Called eagerly, float64 and large-integer scores are
-    ranked exactly and the threshold is the input's own value (README, "Precision rules"). Choose
+    ranked exactly and the threshold is the input's own value (docs/conventions.md). Choose
     the threshold on validation data, never on the test set.
 
     Args:

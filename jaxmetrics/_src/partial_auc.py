@@ -63,8 +63,8 @@ def partial_roc_auc(
     rounding: an area below A_min by less than 64 float epsilons of the band width is corrected
     (to about 1/2). NaN or infinite scores, labels outside {0, 1} and negative weights raise
     `ValueError`; under `jax.jit` the result of the affected batch element is NaN. Precision:
-    called eagerly, float64 and large-integer scores are ranked exactly (README, "Precision
-    rules"); under `jax.jit` they are what JAX made them (float32 unless `jax_enable_x64`).
+    called eagerly, float64 and large-integer scores are ranked exactly (docs/conventions.md);
+    under `jax.jit` they are what JAX made them (float32 unless `jax_enable_x64`).
 
     Args:
       scores: ``[*batch, n]`` real scores, larger meaning more positive.

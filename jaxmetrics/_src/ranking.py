@@ -64,7 +64,7 @@ def roc_auc(
     weight vectors against one score vector sorts once. NaN or infinite scores, labels outside
     {0, 1} and negative weights raise `ValueError`; under `jax.jit` the AUC of the affected
     batch element is NaN. Precision: called eagerly, float64 and large-integer scores are ranked
-    exactly (README, "Precision rules"); under `jax.jit` they are what JAX made them (float32
+    exactly (docs/conventions.md); under `jax.jit` they are what JAX made them (float32
     unless `jax_enable_x64` is on), so scores that float32 cannot tell apart tie.
 
     Args:
@@ -182,7 +182,7 @@ def average_precision(
     result never depends on the sample order; samples of zero weight take no part. NaN or
     infinite scores, labels outside {0, 1} and negative weights raise `ValueError`; under
     `jax.jit` the AP of the affected batch element is NaN. Precision: called eagerly, float64
-    and large-integer scores are ranked exactly (README, "Precision rules"); under `jax.jit` they
+    and large-integer scores are ranked exactly (docs/conventions.md); under `jax.jit` they
     are what JAX made them (float32 unless `jax_enable_x64` is on), so scores that float32
     cannot tell apart tie.
 
@@ -260,8 +260,8 @@ def precision_at_k(
     weight at all, or no positive (a query without a relevant item), it is NaN. NaN or
     infinite scores, labels outside {0, 1} and negative weights raise `ValueError`; under
     `jax.jit` the value of the affected batch element is NaN.
-    Precision: called eagerly, float64 and large-integer scores are ranked exactly (README,
-    "Precision rules"); under `jax.jit` they are what JAX made them (float32 unless
+    Precision: called eagerly, float64 and large-integer scores are ranked exactly
+    (docs/conventions.md); under `jax.jit` they are what JAX made them (float32 unless
     `jax_enable_x64` is on), so scores that float32 cannot tell apart tie.
 
     Args:

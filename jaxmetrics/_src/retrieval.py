@@ -52,7 +52,7 @@ def ndcg(
     average over queries (`query_mean`). NaN or infinite scores, negative or non-finite
     relevance and weights other than 0 or 1 raise `ValueError`; under `jax.jit` the value of
     the affected query is NaN. Precision: called eagerly, float64 and large-integer scores are
-    ranked exactly (README, "Precision rules"); under `jax.jit` they are what JAX made them.
+    ranked exactly (docs/conventions.md); under `jax.jit` they are what JAX made them.
 
     Args:
       scores: ``[*batch, Q, m]`` real scores of the m items of each query, larger ranked first.
@@ -124,8 +124,8 @@ def reciprocal_rank(
     weight there marks an item present or absent; per-query weights belong to the average over
     queries (`query_mean`). NaN or infinite scores, labels outside {0, 1} and weights other
     than 0 or 1 raise `ValueError`; under `jax.jit` the value of the affected query is NaN.
-    Precision: called eagerly, float64 and large-integer scores are ranked exactly (README,
-    "Precision rules"); under `jax.jit` they are what JAX made them.
+    Precision: called eagerly, float64 and large-integer scores are ranked exactly
+    (docs/conventions.md); under `jax.jit` they are what JAX made them.
 
     Args:
       scores: ``[*batch, Q, m]`` real scores of the m items of each query, larger ranked first.
@@ -175,7 +175,7 @@ def recall_at_k(
     per-query weights belong to the average over queries (`query_mean`). NaN or infinite
     scores, labels outside {0, 1} and weights other than 0 or 1 raise `ValueError`; under
     `jax.jit` the value of the affected query is NaN. Precision: called eagerly, float64 and
-    large-integer scores are ranked exactly (README, "Precision rules"); under `jax.jit` they
+    large-integer scores are ranked exactly (docs/conventions.md); under `jax.jit` they
     are what JAX made them.
 
     Args:
@@ -226,8 +226,8 @@ def hit_rate_at_k(
     item present or absent; per-query weights belong to the average over queries
     (`query_mean`). NaN or infinite scores, labels outside {0, 1} and weights other than 0 or
     1 raise `ValueError`; under `jax.jit` the value of the affected query is NaN. Precision:
-    called eagerly, float64 and large-integer scores are ranked exactly (README, "Precision
-    rules"); under `jax.jit` they are what JAX made them.
+    called eagerly, float64 and large-integer scores are ranked exactly (docs/conventions.md);
+    under `jax.jit` they are what JAX made them.
 
     Args:
       scores: ``[*batch, Q, m]`` real scores of the m items of each query, larger ranked first.
@@ -298,8 +298,8 @@ def average_precision_at_k(
     item present or absent; per-query weights belong to the average over queries
     (`query_mean`). NaN or infinite scores, labels outside {0, 1} and weights other than 0 or
     1 raise `ValueError`; under `jax.jit` the value of the affected query is NaN. Precision:
-    called eagerly, float64 and large-integer scores are ranked exactly (README, "Precision
-    rules"); under `jax.jit` they are what JAX made them.
+    called eagerly, float64 and large-integer scores are ranked exactly (docs/conventions.md);
+    under `jax.jit` they are what JAX made them.
 
     Args:
       scores: ``[*batch, Q, m]`` real scores of the m items of each query, larger ranked first.
@@ -355,7 +355,7 @@ def r_precision(
     or absent; per-query weights belong to the average over queries (`query_mean`). NaN or
     infinite scores, labels outside {0, 1} and weights other than 0 or 1 raise `ValueError`;
     under `jax.jit` the value of the affected query is NaN. Precision: called eagerly,
-    float64 and large-integer scores are ranked exactly (README, "Precision rules"); under
+    float64 and large-integer scores are ranked exactly (docs/conventions.md); under
     `jax.jit` they are what JAX made them.
 
     Args:

@@ -168,7 +168,7 @@ def max_f_beta(
     negative or NaN `beta` raises `ValueError`. NaN or infinite scores, labels outside {0, 1}
     and negative weights raise `ValueError`; under `jax.jit` both fields of the affected batch
     element are NaN. Precision: called eagerly, float64 and large-integer scores are ranked
-    exactly and the threshold is the input's own value (README, "Precision rules"); under
+    exactly and the threshold is the input's own value (docs/conventions.md); under
     `jax.jit` they are what JAX made them (float32 unless `jax_enable_x64` is on). For
     calibrated probabilities the F1-optimal threshold is half the optimal F1 (Lipton et al.).
     Choose the threshold on validation data, never on the test set.
@@ -227,7 +227,7 @@ def recall_at_precision(
     raises `ValueError`, as do NaN or infinite scores, labels outside {0, 1} and negative
     weights; under `jax.jit` both fields of the affected batch element are NaN. Precision:
     called eagerly, float64 and large-integer scores are ranked exactly and the threshold is the
-    input's own value (README, "Precision rules"); under `jax.jit` they are what JAX made them
+    input's own value (docs/conventions.md); under `jax.jit` they are what JAX made them
     (float32 unless `jax_enable_x64` is on). Choose the threshold on validation data, never on
     the test set.
 
@@ -284,8 +284,8 @@ def precision_at_recall(
     NaN (recall is undefined). `min_recall` outside [0, 1] raises `ValueError`, as do NaN or
     infinite scores, labels outside {0, 1} and negative weights; under `jax.jit` both fields of
     the affected batch element are NaN. Precision: called eagerly, float64 and large-integer
-    scores are ranked exactly and the threshold is the input's own value (README, "Precision
-    rules"); under `jax.jit` they are what JAX made them (float32 unless `jax_enable_x64` is
+    scores are ranked exactly and the threshold is the input's own value (docs/conventions.md);
+    under `jax.jit` they are what JAX made them (float32 unless `jax_enable_x64` is
     on). Choose the threshold on validation data, never on the test set.
 
     Args:
@@ -341,7 +341,7 @@ def min_expected_cost(
     numbers >= 0 raise `ValueError`, as do NaN or infinite scores, labels outside {0, 1} and
     negative weights; under `jax.jit` both fields of the affected batch element are NaN.
     Precision: called eagerly, float64 and large-integer scores are ranked exactly and the
-    threshold is the input's own value (README, "Precision rules"); under `jax.jit` they are
+    threshold is the input's own value (docs/conventions.md); under `jax.jit` they are
     what JAX made them (float32 unless `jax_enable_x64` is on).
 
     Args:
