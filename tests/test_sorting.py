@@ -122,7 +122,8 @@ def test_small_eager_programs_are_compiled_for_a_fast_compile_with_the_same_resu
     try:
         function = fresh()
         np.testing.assert_allclose(function(small), np.cumsum(np.sort(small)), rtol=1e-5, atol=1e-5)
-        assert function.fast.jitted._cache_size() == 0 and function.optimised.jitted._cache_size() == 1
+        assert function.fast.jitted._cache_size() == 0
+        assert function.optimised.jitted._cache_size() == 1
     finally:
         monkeypatch.undo()
         kernels._fast_compile_available.cache_clear()

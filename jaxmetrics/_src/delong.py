@@ -81,7 +81,7 @@ def _covariance(components: Array, counts: Array) -> Array:
     return (centered * counts) @ centered.T / (total - 1)
 
 
-def _components(scores: Array, labels: Array, weights: Array | None) -> tuple[Array, Array]:
+def components(scores: Array, labels: Array, weights: Array | None) -> tuple[Array, Array]:
     """(V10, V01), each ``[M, n]``, of ``[M, n]`` scores.
 
     Samples split over a mesh stay split: the distributed sample sort places them
@@ -100,7 +100,7 @@ def _class_counts(labels: Array, weights: Array | None) -> tuple[Array, Array]:
     return jnp.where(labels == 1, counts, 0), jnp.where(labels == 0, counts, 0)
 
 
-def _delong_moments(
+def delong_moments(
     v10: Array, v01: Array, labels: Array, weights: Array | None
 ) -> tuple[Array, Array]:
     """AUCs ``[M]`` and their covariance ``[M, M]`` from the structural components."""
@@ -113,7 +113,7 @@ def _delong_moments(
     return auc, covariance
 
 
-def _delong_inputs(
+def delong_inputs(
     named_scores: list[tuple[str, ArrayLike]],
     labels: ArrayLike,
     sample_weight: ArrayLike | None = None,
@@ -125,7 +125,7 @@ def _delong_inputs(
     Concrete scores are exact order keys (DeLong depends on each model's order only) and stay
     on the host with the labels, so that an eager call compiles one program (`_delong_fields`).
     """
-    kept = {"host": True, "keep_split": True}  # split samples stay split (`_components`)
+    kept = {"host": True, "keep_split": True}  # split samples stay split (`components`)
     scores = [
         validation.as_scores(validation.order_keys(value, name)[0], name, **kept)
         for name, value in named_scores
@@ -176,7 +176,7 @@ def _delong_inputs(
     return tuple(scores), labels, weights, invalid, shared
 
 
-def _stacked(scores: tuple, labels: Array, invalid: tuple, shared: Array):
+def stacked(scores: tuple, labels: Array, invalid: tuple, shared: Array):
     stacked = jnp.concatenate([jnp.atleast_2d(s) for s in scores])
     flags = jnp.concatenate([jnp.atleast_1d(flag) for flag in invalid]) | shared
     return stacked, (labels == 1).astype(jnp.int32), flags
@@ -187,8 +187,8 @@ def _delong_fields(
     scores: tuple, labels: Array, weights: Array | None, invalid: tuple, shared: Array, z: Array
 ):
     """Every field of `DeLong` for ``[M, n]`` scores, in one compiled program."""
-    scores, labels, invalid = _stacked(scores, labels, invalid, shared)
-    auc, covariance = _delong_moments(*_components(scores, labels, weights), labels, weights)
+    scores, labels, invalid = stacked(scores, labels, invalid, shared)
+    auc, covariance = delong_moments(*components(scores, labels, weights), labels, weights)
     variance = jnp.diagonal(covariance)
     half = z * jnp.sqrt(variance)
     low, high = jnp.clip(auc - half, 0, 1), jnp.clip(auc + half, 0, 1)
@@ -202,11 +202,11 @@ def _delong_test_fields(
     scores: tuple, labels: Array, weights: Array | None, invalid: tuple, shared: Array, z: Array
 ):
     """Every field of `DeLongTest` for two ``[n]`` score vectors, in one compiled program."""
-    scores, labels, invalid = _stacked(scores, labels, invalid, shared)
-    v10, v01 = _components(scores, labels, weights)
+    scores, labels, invalid = stacked(scores, labels, invalid, shared)
+    v10, v01 = components(scores, labels, weights)
     # the difference's variance from the differences of the components: exactly 0 when the two
     # models order every pair alike, where var_a + var_b - 2 cov_ab would be rounding noise
-    difference, variance = _delong_moments(v10[:1] - v10[1:], v01[:1] - v01[1:], labels, weights)
+    difference, variance = delong_moments(v10[:1] - v10[1:], v01[:1] - v01[1:], labels, weights)
     difference, standard_error = difference[0], jnp.sqrt(jnp.maximum(variance[0, 0], 0))
     statistic = z_statistic(difference, standard_error)
     p_value = 2 * ndtr(-jnp.abs(statistic))
@@ -292,7 +292,7 @@ def delong(
     """
     z = normal_quantile(confidence)
     was_1d = np.ndim(scores) == 1
-    inputs = _delong_inputs([("scores", scores)], labels, sample_weight)
+    inputs = delong_inputs([("scores", scores)], labels, sample_weight)
     result = _delong_fields(*inputs, np.asarray(z, validation.float_dtype()))
     if _overflowed(inputs[0], result.auc):  # eager: recompute on the gathered samples
         result = _delong_fields(*_gathered(inputs), np.asarray(z, validation.float_dtype()))
@@ -310,7 +310,7 @@ def _overflowed(scores: tuple, values: Array) -> bool:
 
 
 def _gathered(inputs: tuple) -> tuple:
-    """`_delong_inputs`' result with every array whole on every device."""
+    """`delong_inputs`' result with every array whole on every device."""
     whole = lambda a: a if a is None else layouts.replicate(a)  # noqa: E731
     return jax.tree_util.tree_map(whole, inputs, is_leaf=lambda a: a is None)
 
@@ -388,7 +388,7 @@ def delong_test(
             f"`scores_a` and `scores_b` must both have shape [n]; got {np.shape(scores_a)} and "
             f"{np.shape(scores_b)}."
         )
-    inputs = _delong_inputs([("scores_a", scores_a), ("scores_b", scores_b)], labels, sample_weight)
+    inputs = delong_inputs([("scores_a", scores_a), ("scores_b", scores_b)], labels, sample_weight)
     result = _delong_test_fields(*inputs, np.asarray(z, validation.float_dtype()))
     if _overflowed(inputs[0], result.statistic):  # eager: recompute on the gathered samples
         result = _delong_test_fields(*_gathered(inputs), np.asarray(z, validation.float_dtype()))

@@ -15,10 +15,10 @@ from jax.scipy.special import ndtr
 
 from jaxmetrics._src import kernels, validation
 from jaxmetrics._src.delong import (
-    _components,
-    _delong_inputs,
-    _delong_moments,
-    _stacked,
+    components,
+    delong_inputs,
+    delong_moments,
+    stacked,
     z_statistic,
 )
 from jaxmetrics._src.typing import Array, ArrayLike
@@ -46,8 +46,8 @@ class DeLongUnpairedTest(NamedTuple):
 
 
 def _auc_and_variance(scores: tuple, labels: Array, invalid: tuple, shared: Array):
-    scores, labels, flags = _stacked(scores, labels, invalid, shared)
-    auc, covariance = _delong_moments(*_components(scores, labels, None), labels, None)
+    scores, labels, flags = stacked(scores, labels, invalid, shared)
+    auc, covariance = delong_moments(*components(scores, labels, None), labels, None)
     return auc[0], covariance[0, 0], flags[0]
 
 
@@ -272,10 +272,10 @@ def delong_test_unpaired(
     for name, value in (("scores_a", scores_a), ("scores_b", scores_b)):
         if np.ndim(value) != 1:
             raise ValueError(f"`{name}` must have shape [n]; got {np.shape(value)}.")
-    scores_a, labels_a, _, invalid_a, shared_a = _delong_inputs(
+    scores_a, labels_a, _, invalid_a, shared_a = delong_inputs(
         [("scores_a", scores_a)], labels_a, labels_name="labels_a"
     )
-    scores_b, labels_b, _, invalid_b, shared_b = _delong_inputs(
+    scores_b, labels_b, _, invalid_b, shared_b = delong_inputs(
         [("scores_b", scores_b)], labels_b, labels_name="labels_b"
     )
     return _unpaired_fields(

@@ -24,7 +24,7 @@ from jaxmetrics._src import kernels, validation
 from jaxmetrics._src.counts import safe_divide
 from jaxmetrics._src.losses import check_temperature
 from jaxmetrics._src.pair_sums import row_sums
-from jaxmetrics._src.retrieval_ties import _MASK, _not_a_grade
+from jaxmetrics._src.retrieval_ties import MASK_RULE, not_a_grade
 from jaxmetrics._src.typing import Array, ArrayLike
 
 
@@ -42,13 +42,13 @@ def _query_inputs(
     )
     invalid = validation.check_values(
         scores, "scores", validation.not_finite, "be finite"
-    ) | validation.check_values(relevance, "relevance", _not_a_grade, "be non-negative and finite")
+    ) | validation.check_values(relevance, "relevance", not_a_grade, "be non-negative and finite")
     dtype = scores.dtype
     if mask is None:
         mask = jnp.ones(relevance.shape, dtype)
     else:
         invalid = invalid | validation.check_values(
-            mask, "sample_weight", validation.not_zero_or_one, _MASK
+            mask, "sample_weight", validation.not_zero_or_one, MASK_RULE
         )
         mask = jnp.asarray(mask).astype(dtype)
     invalid = jnp.broadcast_to(invalid, batch_shape)

@@ -337,7 +337,7 @@ def _outside_unit_interval(values: np.ndarray) -> np.ndarray:
 
 
 @dataclasses.dataclass(frozen=True)
-class _SensitivitiesAt:
+class SensitivitiesAt:
     """``metric(scores, labels[, weights], sample_weight=w)`` for `bootstrap`: hashable by value,
     so a second `roc_band` with the same floors reuses the compiled resampling loop."""
 
@@ -417,7 +417,7 @@ def roc_band(
     keys, _ = validation.order_keys(scores)
     weights = () if sample_weight is None else (sample_weight,)
     result = bootstrap(
-        _SensitivitiesAt(tuple(levels.tolist())),
+        SensitivitiesAt(tuple(levels.tolist())),
         keys,
         labels,
         *weights,

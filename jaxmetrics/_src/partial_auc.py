@@ -15,7 +15,7 @@ import numpy as np
 
 from jaxmetrics._src import recipe, sorting, validation
 from jaxmetrics._src.counts import safe_divide
-from jaxmetrics._src.ranking import _auc_terms
+from jaxmetrics._src.ranking import auc_terms
 from jaxmetrics._src.typing import Array, ArrayLike
 
 # A partial area below the diagonal's by more than this many float epsilons (of the band width)
@@ -180,7 +180,7 @@ def _partial_auc_kernel(
     ranked, _, groups = sorting.rank_and_tally(scores, labels, weights)
     dtype = validation.float_dtype()
     low, high, span = bounds[0], bounds[1], bounds[2]
-    fpr_above, fpr, tpr_above, tpr = _auc_terms(groups, dtype)
+    fpr_above, fpr, tpr_above, tpr = auc_terms(groups, dtype)
     u_above, u = (fpr_above, fpr) if focus == "fpr" else (tpr_above, tpr)
     if focus == "fpr":  # the sensitivity over the false positive rate
         pieces = _band_area(fpr_above, fpr, tpr_above, tpr, low, high)

@@ -23,7 +23,7 @@ from jaxmetrics._src.counts import safe_divide
 from jaxmetrics._src.typing import Array, ArrayLike, MultilabelAverage
 
 
-def _auc_terms(groups: sorting.Groups, dtype) -> tuple[Array, Array, Array, Array]:
+def auc_terms(groups: sorting.Groups, dtype) -> tuple[Array, Array, Array, Array]:
     """Each group's ROC segment from the point above it to its own point, in rates."""
     p = groups.total_positive.astype(dtype)
     n = groups.total_negative.astype(dtype)
@@ -146,7 +146,7 @@ def _roc_auc_kernel(
         won = (tallies.positive_weights.astype(dtype) * below_twice).sum()
         # float weights: the sum of the positives' weights may exceed P by an ulp
         return jnp.minimum(won / (p * (2 * n * scale)), 1)
-    x0, x1, y0, y1 = _auc_terms(groups, dtype)
+    x0, x1, y0, y1 = auc_terms(groups, dtype)
     start = ranked.is_group_start
     # clip each segment at fpr = max_fpr, interpolating linearly along it (as sklearn does)
     right = jnp.minimum(x1, max_fpr)

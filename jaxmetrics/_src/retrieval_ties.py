@@ -180,13 +180,13 @@ def _precision_sum(p: Places, budget: Array) -> Array:
     return jnp.where(p.present & (p.place <= budget), expected / p.place.astype(r.dtype), 0).sum()
 
 
-_MASK = (
+MASK_RULE = (
     "be 0 or 1 (a weight there marks an item present or absent; per-query weights belong to "
     "the average over queries, `query_mean`)"
 )
 
 
-def _not_a_grade(values: Any) -> Any:
+def not_a_grade(values: Any) -> Any:
     return ~((values >= 0) & (values < np.inf))
 
 
@@ -215,7 +215,7 @@ def run(
             [("scores", scores), ("relevance", targets), ("sample_weight", weights)]
         )
         invalid = validation.check_finite(scores, "scores") | validation.check_values(
-            targets, "relevance", _not_a_grade, "be non-negative and finite"
+            targets, "relevance", not_a_grade, "be non-negative and finite"
         )
         targets = targets.astype(validation.float_dtype())
     else:
@@ -225,7 +225,7 @@ def run(
         batch_shape = invalid.shape
     if weights is not None:
         invalid = invalid | validation.check_values(
-            weights, "sample_weight", validation.not_zero_or_one, _MASK
+            weights, "sample_weight", validation.not_zero_or_one, MASK_RULE
         )
     invalid = (np if isinstance(invalid, np.ndarray) else jnp).broadcast_to(invalid, batch_shape)
     # k is traced, not static: one compiled program serves every k; past m it changes nothing

@@ -19,7 +19,7 @@ import numpy as np
 
 import jaxmetrics as jm
 from jaxmetrics._src import bootstrap, recipe
-from jaxmetrics._src.operating_points import _SensitivitiesAt
+from jaxmetrics._src.operating_points import SensitivitiesAt
 from jaxmetrics._src.report.read import Table
 from jaxmetrics._src.report.result import (
     AucDifference,
@@ -195,7 +195,7 @@ def evaluate_curves(scores: np.ndarray, labels: np.ndarray) -> tuple[RocPoints, 
 PARTIAL_FPR = (0.0, 0.1)
 CLINICAL_SPECIFICITIES = (0.90, 0.95)
 BAND_SPECIFICITIES = tuple(k / 20 for k in range(21))
-_SENSITIVITIES = _SensitivitiesAt(CLINICAL_SPECIFICITIES + BAND_SPECIFICITIES)
+_SENSITIVITIES = SensitivitiesAt(CLINICAL_SPECIFICITIES + BAND_SPECIFICITIES)
 
 
 # the reader has checked the input: the bootstrap takes the estimate from its compiled loop,
