@@ -8,7 +8,7 @@ os.environ["XLA_FLAGS"] = (
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
-from jax.sharding import NamedSharding, PartitionSpec  # noqa: E402
+from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec  # noqa: E402
 
 import jaxmetrics as jm  # noqa: E402
 from jaxmetrics import streaming  # noqa: E402
@@ -16,6 +16,10 @@ from jaxmetrics._src import bootstrap  # noqa: E402
 
 assert jax.device_count() == 4, jax.devices()
 mesh = jax.make_mesh((4,), ("devices",))
+# the classic mesh, as `Mesh(devices, names)` and most flax code build it: its axes are Auto, and
+# its arrays' types carry no layout under jit (XLA's partitioner places them), unlike Explicit
+classic = Mesh(np.array(jax.devices()), ("devices",))
+assert mesh.axis_types == (AxisType.Explicit,) and classic.axis_types == (AxisType.Auto,)
 rng = np.random.default_rng(0)
 labels = (rng.random(400) < 0.3).astype(np.int32)
 scores = np.round(rng.normal(size=400) + labels, 2).astype(np.float32)
@@ -42,16 +46,16 @@ for a, b in zip(jax.tree_util.tree_leaves(merged), jax.tree_util.tree_leaves(sin
     np.testing.assert_array_equal(a, b)
 print("psum-merged BinnedCurve == single device")
 
-# 2. sharded bootstrap == single-device bootstrap for the same key
-for sampling in ("multinomial", "poisson"):
+# 2. sharded bootstrap == single-device bootstrap for the same key, over either kind of mesh
+for sampling, over in (("multinomial", mesh), ("poisson", mesh), ("multinomial", classic)):
     key = jax.random.key(11)
     one = jm.bootstrap(jm.roc_auc, scores, labels, key=key, num_resamples=150, sampling=sampling)
     four = jm.bootstrap(
-        jm.roc_auc, scores, labels, key=key, num_resamples=150, sampling=sampling, mesh=mesh
+        jm.roc_auc, scores, labels, key=key, num_resamples=150, sampling=sampling, mesh=over
     )
     np.testing.assert_array_equal(np.asarray(one.samples), np.asarray(four.samples))
     assert float(one.low) == float(four.low) and float(one.high) == float(four.high)
-print("sharded bootstrap == single device (multinomial, poisson)")
+print("sharded bootstrap == single device (multinomial, poisson; Explicit and Auto meshes)")
 
 # the resamples really are spread over the four devices
 values = bootstrap._sharded_values(
@@ -66,6 +70,7 @@ values = bootstrap._sharded_values(
     size=4,
     sample_axis=-1,
     num_units=0,
+    branch=(True, True),
 )
 assert len(values.sharding.device_set) == 4 and values.shape == (32,)
 print("samples computed on", len(values.sharding.device_set), "devices")
@@ -255,6 +260,26 @@ for metric in (jm.roc_auc, jm.average_precision):
     got = jax.jit(metric)(jax.device_put(rows, by_row), jax.device_put(rows_y, by_row))
     np.testing.assert_allclose(np.asarray(got), np.asarray(metric(rows, rows_y)), rtol=1e-6)
 print("a split batch axis (one row per device) == one device")
+
+
+# arrays on a classic mesh (Auto axes), eagerly: DeLong ranks them where they are, as on an
+# Explicit mesh (reshard refused their specs, issue 25), and the bootstrap takes them (the
+# registry's metrics: multidevice_registry_checks.py)
+def on_classic(values, *axes):
+    return jax.device_put(values, NamedSharding(classic, PartitionSpec(*(axes or ("devices",)))))
+
+
+auto_y, auto_w = on_classic(y), on_classic(int_weights)
+got = jm.delong(on_classic(models, None, "devices"), auto_y, sample_weight=auto_w)
+np.testing.assert_allclose(np.asarray(got.covariance), np.asarray(expected.covariance), rtol=2e-5)
+# the bootstrap of split arrays (either mesh) runs on one device, where the CPU's host kernels
+# need no other device to wait for them (a program over four with them was seen to hang)
+options = dict(key=jax.random.key(11), num_resamples=150)  # section 2's single-device run
+alone = np.asarray(jm.bootstrap(jm.roc_auc, scores, labels, **options).samples)
+for place in (on_classic, split_layout):
+    result = jm.bootstrap(jm.roc_auc, *map(place, (scores, labels)), **options)
+    np.testing.assert_array_equal(np.asarray(result.samples), alone, err_msg=place.__name__)
+print("arrays on a classic Mesh (Auto axes), eagerly: DeLong, bootstrap == one device")
 
 # one class only: NaN, as on one device
 assert np.isnan(float(jm.roc_auc(values, split_layout(np.zeros(n, np.int32)))))

@@ -21,19 +21,22 @@ jax.distributed.initialize(f"localhost:{port}", num_processes=2, process_id=proc
 
 import numpy as np  # noqa: E402
 from jax.experimental import multihost_utils  # noqa: E402
-from jax.sharding import NamedSharding, PartitionSpec  # noqa: E402
+from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec  # noqa: E402
 
 import jaxmetrics as jm  # noqa: E402
 from jaxmetrics import streaming  # noqa: E402
 
 assert jax.process_count() == 2 and jax.device_count() == 4, jax.devices()
 mesh = jax.make_mesh((4,), ("devices",))
+# the classic mesh, as `Mesh(devices, names)` and most flax code build it: Auto axes
+classic = Mesh(np.array(jax.devices()), ("devices",))
+assert mesh.axis_types == (AxisType.Explicit,) and classic.axis_types == (AxisType.Auto,)
 split = NamedSharding(mesh, PartitionSpec("devices"))
 
 
-def global_array(values):
+def global_array(values, sharding=split):
     """The global array of `values`, this process holding only its own devices' shards."""
-    return jax.make_array_from_callback(values.shape, split, lambda index: values[index])
+    return jax.make_array_from_callback(values.shape, sharding, lambda index: values[index])
 
 
 def report(name):
@@ -96,13 +99,26 @@ else:
     raise AssertionError("no error")
 report("a NaN in another process's shard: the same error in every process")
 
-# 4. the bootstrap over a mesh spanning both processes equals the one-device bootstrap
+# 4. the bootstrap over a mesh spanning both processes equals the one-device bootstrap, over
+# either kind of mesh (a classic one's result could not be read: issue 25)
 key = jax.random.key(5)
 one = jm.bootstrap(jm.roc_auc, scores, labels, key=key, num_resamples=64)
-spread = jm.bootstrap(jm.roc_auc, scores, labels, key=key, num_resamples=64, mesh=mesh)
-np.testing.assert_allclose(float(spread.low), float(one.low), rtol=1e-6)
-np.testing.assert_allclose(float(spread.high), float(one.high), rtol=1e-6)
-report("bootstrap over 2 processes == one device")
+for over in (mesh, classic):
+    spread = jm.bootstrap(jm.roc_auc, scores, labels, key=key, num_resamples=64, mesh=over)
+    np.testing.assert_allclose(float(spread.low), float(one.low), rtol=1e-6)
+    np.testing.assert_allclose(float(spread.high), float(one.high), rtol=1e-6)
+report("bootstrap over 2 processes == one device (Explicit and Auto meshes)")
+
+# arrays of a classic mesh spanning both processes: AUC eagerly (ranked where the samples are;
+# reshard refused their specs) and under jit (XLA's partitioner places them)
+on_classic = NamedSharding(classic, PartitionSpec("devices"))
+auto_s, auto_y, auto_w = (global_array(v, on_classic) for v in (scores, labels, weights))
+expected = float(jm.roc_auc(scores, labels, sample_weight=weights))
+for mode, auc in (("eager", jm.roc_auc), ("jit", jax.jit(jm.roc_auc))):
+    got = auc(auto_s, auto_y, sample_weight=auto_w)
+    assert got.is_fully_replicated, (mode, got.sharding)  # readable in every process
+    np.testing.assert_allclose(float(got), expected, rtol=2e-6, err_msg=mode)
+report("roc_auc of arrays split over a classic Mesh (Auto axes) == one device (eager, jit)")
 
 
 # 5. streaming states merged over the mesh (psum) == the state of all the data

@@ -462,3 +462,65 @@ def test_a_bad_value_under_vmap_marks_only_its_batch_element_and_x64_is_float64(
             inputs, _ = _bad_inputs(batch_everything, argument, bad, 2)
             result = mapped(*(_as_float64(x) for x in inputs))
             _check_rows(plain, argument, result, good, f"vmap {case_id}({argument}={bad!r})")
+
+
+# ------------------------------------------------------------------ traced number options
+def _captured_call(case_id: str) -> tuple[Callable[..., Any], tuple, dict] | None:
+    """The public function of a case and the arguments its call passes to it (a spy)."""
+    name = case_id.split("[")[0]
+    module = next(m for m in (jm, jl, streaming) if name in m.__all__)
+    real = getattr(module, name)
+    if not inspect.isfunction(real):  # classes, and `soap_loss`'s pair of functions
+        return None
+    captured: list[tuple[tuple, dict]] = []
+
+    def spy(*args, **kwargs):
+        captured.append((args, kwargs))
+        return real(*args, **kwargs)
+
+    setattr(module, name, spy)
+    try:
+        CASES[case_id].call(*_inputs(CASES[case_id], None))
+    finally:
+        setattr(module, name, real)
+    return (real, *captured[0]) if captured else None
+
+
+def _number_options(function: Callable[..., Any], kwargs: dict) -> dict[str, float]:
+    options = {}
+    for parameter in inspect.signature(function).parameters.values():
+        value = kwargs.get(parameter.name, parameter.default)
+        if parameter.kind is parameter.KEYWORD_ONLY and type(value) is float:
+            options[parameter.name] = value
+    return options
+
+
+def test_every_number_option_can_be_traced_or_says_it_is_static():
+    """A float option passed as a traced value (a schedule inside a jitted step) works and equals
+    the eager call, or raises a TypeError saying the option is static: never JAX's
+    TracerBoolConversionError or another internal error (issue 25, item 10)."""
+    failures = []
+    for case_id in sorted(CASES):
+        captured = _captured_call(case_id)
+        if captured is None:
+            continue
+        function, args, kwargs = captured
+        for option, value in _number_options(function, kwargs).items():
+
+            def call(v, option=option, function=function, args=args, kwargs=kwargs):
+                return function(*args, **{**kwargs, option: v})
+
+            try:
+                traced = jax.jit(call)(value)
+            except TypeError as error:
+                if "static option" not in str(error):
+                    failures.append(f"{case_id}({option}=traced): {type(error).__name__}: {error}")
+                continue
+            except Exception as error:  # noqa: BLE001 (every other error is the finding)
+                failures.append(f"{case_id}({option}=traced): {type(error).__name__}: {error}")
+                continue
+            try:
+                _assert_same(traced, call(value), f"{case_id}({option})")
+            except AssertionError as error:
+                failures.append(f"{case_id}({option}): traced != eager: {error}")
+    assert not failures, "\n".join(failures)

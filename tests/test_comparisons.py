@@ -354,3 +354,17 @@ def test_bootstrap_test_against_a_numpy_oracle_and_identical_models(rng):
     assert (float(same_test.statistic), float(same_test.p_value)) == (0.0, 1.0)
     with pytest.raises(ValueError, match="`second` must be a model index"):
         bootstrap_test(result, second=5)
+
+
+def test_a_result_that_is_not_a_bootstrap_result_is_refused_naming_the_argument(rng):
+    # issue 25: `bootstrap_test(tuple(result))` raised AttributeError: 'tuple' object has no
+    # attribute 'samples'
+    scores, labels = binormal(rng, 80)  # the shapes of the test above: its programs serve
+    result = auc_bootstrap(
+        np.stack([scores, scores[::-1]]), labels, jax.random.key(0), stratify=labels
+    )
+    message = r"`result` must be a BootstrapResult \(what `bootstrap` returns\); got tuple"
+    for compare in (bootstrap_test, jm.paired_difference):
+        with pytest.raises(TypeError, match=message):
+            compare(tuple(result))
+        compare(result)  # the same fields as a BootstrapResult: accepted

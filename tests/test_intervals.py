@@ -312,3 +312,57 @@ def test_an_eager_call_runs_one_compiled_program(caplog, name):
     first = compiled()
     assert len(first) <= 2 and len([m for m in first if f"jit({program})" in m]) <= 1
     assert compiled() == []
+
+
+def every_proportion(max_trials=30):
+    """Every k of every n up to `max_trials`, and the ends and a middle of some large n."""
+    pairs = [(k, n) for n in range(1, max_trials + 1) for k in range(n + 1)]
+    for n in (1000, 123457):
+        pairs += [(k, n) for k in (0, 1, n // 3, n - 1, n)]
+    return np.array(pairs).T
+
+
+@pytest.mark.parametrize("interval", INTERVALS)
+def test_binomial_intervals_contain_the_proportion_and_are_exact_at_the_ends(interval):
+    # oracle: k / n itself. Each interval holds it in exact arithmetic, with low = 0 exactly at
+    # k = 0 and high = 1 exactly at k = n; Wilson's float32 rounding missed both (issue 25).
+    # A confidence of 0.01 makes the intervals narrow, where rounding could drop k / n
+    successes, trials = every_proportion()
+    proportion = successes.astype(np.float32) / trials.astype(np.float32)  # as float32 holds it
+    runs = [(c, interval(successes, trials, confidence=c)) for c in (0.01, 0.95)]
+    runs.append(("jit", jax.jit(interval)(successes, trials)))
+    for run, (low, high) in runs:
+        low, high = np.asarray(low), np.asarray(high)
+        pairs = np.stack([successes, trials], -1)
+        assert (low <= proportion).all(), (run, pairs[low > proportion])
+        assert (high >= proportion).all(), (run, pairs[high < proportion])
+        assert (low[successes == 0] == 0).all() and (high[successes == trials] == 1).all(), run
+        assert (low >= 0).all() and (high <= 1).all(), run
+
+
+def test_wilson_interval_ends_of_issue_25():
+    assert float(jm.wilson_interval(23, 23)[1]) == 1.0  # was 0.99999994
+    assert float(jm.wilson_interval(0, 21)[0]) == 0.0  # was 4.3e-10
+    # the other ends still follow the formula (float64 here)
+    z = stats.norm.ppf(0.975)
+    low = (23 + z**2 / 2) / (23 + z**2) - z / (23 + z**2) * np.sqrt(z**2 / 4)
+    assert float(jm.wilson_interval(23, 23)[0]) == pytest.approx(low, abs=1e-6)
+
+
+def test_auc_power_of_shapes_that_do_not_broadcast_names_the_argument():
+    with pytest.raises(
+        ValueError,
+        match=r"`num_positive` must broadcast against `auc`.*compatible with \(2,\), got \(3,\)",
+    ):
+        jm.auc_power(np.array([0.7, 0.8]), num_positive=np.array([10, 20, 30]), num_negative=5)
+    with pytest.raises(ValueError, match=r"`num_negative` must broadcast.*got \(2, 3\)"):
+        jm.auc_power(0.7, num_positive=np.array([10, 20]), num_negative=np.ones((2, 3)))
+    with pytest.raises(ValueError, match="`num_positive` must broadcast"):  # at trace time
+        jax.jit(lambda n: jm.auc_power(np.array([0.7, 0.8]), num_positive=n, num_negative=5))(
+            np.array([10, 20, 30])
+        )
+    # shapes that broadcast still do: [2, 1] x [3] -> [2, 3]
+    power = jm.auc_power(
+        np.array([[0.7], [0.8]]), num_positive=np.array([10, 20, 30]), num_negative=5
+    )
+    assert power.shape == (2, 3)

@@ -304,3 +304,110 @@ def test_groups_are_checked():
         jm.bootstrap(jm.roc_auc, scores, labels, key=key, groups=[0, 0, 1, 1], stratify=labels)
     with pytest.raises(TypeError, match="`groups` must be concrete"):
         jax.jit(lambda g: jm.resample_weights(key, jnp.arange(2), 4, groups=g))(jnp.arange(4))
+
+
+def calibrated_bins():
+    """400 probabilities on four levels, each level's share of positives equal to it: an
+    expected calibration error of 0, which every resample exceeds (the ECE is biased up)."""
+    probs = np.repeat(np.float32([0.1, 0.3, 0.7, 0.9]), 100)
+    labels = np.concatenate([np.arange(100) < 100 * p for p in (0.1, 0.3, 0.7, 0.9)])
+    return probs, labels.astype(np.int32)
+
+
+def bca_oracle(samples, estimate, jackknife, confidence=0.95):
+    """BCa from its definition (Efron 1987), numpy and scipy, with linear quantiles."""
+    samples = samples[~np.isnan(samples)]
+    bias = stats.norm.ppf(
+        ((samples < estimate).sum() + (samples == estimate).sum() / 2) / samples.size
+    )
+    deviations = jackknife.mean() - jackknife
+    spread = (deviations**2).sum()  # 0: the acceleration is 0/0, taken as 0 (the documented rule)
+    acceleration = (deviations**3).sum() / (6 * spread**1.5) if spread > 0 else 0.0
+    z = stats.norm.ppf([(1 - confidence) / 2, (1 + confidence) / 2])
+    levels = stats.norm.cdf(bias + (bias + z) / (1 - acceleration * (bias + z)))
+    return np.quantile(samples, levels)
+
+
+def test_bca_on_one_side_of_the_estimate_falls_back_to_percentile_with_a_warning():
+    # issue 25: `bootstrap(expected_calibration_error, ..., method="bca")` at n = 400 gave NaN
+    probs, labels = calibrated_bins()
+    options = dict(key=jax.random.key(0), num_resamples=200, method="bca")
+    with pytest.warns(RuntimeWarning, match="every defined resample lies on one side"):
+        result = jm.bootstrap(jm.expected_calibration_error, probs, labels, **options)
+    samples = np.asarray(result.samples)
+    assert (samples > float(result.estimate)).all()  # the case: z0 = Phi^-1(0) = -inf
+    np.testing.assert_allclose(
+        [result.low, result.high], np.quantile(samples, [0.025, 0.975]), rtol=1e-6
+    )
+    # per output: a second, miscalibrated model keeps its BCa interval
+    shifted = np.stack([probs, np.clip(probs + 0.05, 0, 1)])
+    with pytest.warns(RuntimeWarning, match=r"for 1 of 2 outputs \(the first at index \(0,\)\)"):
+        both = jm.bootstrap(jm.expected_calibration_error, shifted, labels, **options)
+    samples = np.asarray(both.samples)
+    np.testing.assert_allclose(
+        [both.low[0], both.high[0]], np.quantile(samples[:, 0], [0.025, 0.975]), rtol=1e-6
+    )
+    left_out = np.ones((400, 400), bool) ^ np.eye(400, dtype=bool)
+    jackknife = np.array(
+        [float(jm.expected_calibration_error(shifted[1][keep], labels[keep])) for keep in left_out]
+    )
+    expected = bca_oracle(samples[:, 1], float(both.estimate[1]), jackknife)
+    np.testing.assert_allclose([both.low[1], both.high[1]], expected, rtol=1e-4)
+
+
+def test_bca_with_a_jackknife_that_does_not_vary_takes_acceleration_zero():
+    # a perfect AUC: every resample and every left-out value is 1, acceleration 0/0 (was NaN)
+    perfect = jm.bootstrap(
+        jm.roc_auc, np.float32([0.1, 0.2, 0.3, 0.4, 0.5, 0.6]), np.array([0, 0, 0, 1, 1, 1]),
+        key=jax.random.key(0), num_resamples=50, method="bca",
+    )  # fmt: skip
+    assert (float(perfect.low), float(perfect.high)) == (1.0, 1.0)
+    # the largest of values whose maximum appears twice: leaving one out never moves it,
+    # resamples that draw neither copy do; BCa with a = 0 against its formula
+    values = np.float32([0.5, 3.0, 1.0, 3.0, 2.0, 0.0, 1.5, 2.5])
+
+    def largest(x, *, sample_weight):
+        return jnp.max(jnp.where(sample_weight > 0, x, -jnp.inf))
+
+    result = jm.bootstrap(largest, values, key=jax.random.key(1), num_resamples=400, method="bca")
+    samples = np.asarray(result.samples)
+    assert 0 < (samples < 3.0).mean() < 1  # z0 finite
+    expected = bca_oracle(samples, 3.0, np.full(values.size, 3.0))
+    np.testing.assert_allclose([result.low, result.high], expected, rtol=1e-6)
+
+
+def test_bca_says_why_it_is_nan_or_why_it_fell_back_for_an_undefined_estimate():
+    scores = np.float32([0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
+    options = dict(key=jax.random.key(0), num_resamples=50, method="bca")
+    with pytest.warns(RuntimeWarning, match="NaN on every resample"):
+        one_class = jm.bootstrap(jm.roc_auc, scores, np.zeros(6, np.int32), **options)
+    assert np.isnan(float(one_class.low)) and int(one_class.num_undefined) == 50
+
+    def undefined_on_the_full_data(x, *, sample_weight):
+        return jnp.where((sample_weight == 1).all(), jnp.nan, weighted_mean(x, sample_weight))
+
+    with pytest.warns(RuntimeWarning, match="the estimate is NaN"):
+        result = jm.bootstrap(undefined_on_the_full_data, scores, **options)
+    samples = np.asarray(result.samples)
+    np.testing.assert_allclose(
+        [result.low, result.high], np.nanquantile(samples, [0.025, 0.975]), rtol=1e-6
+    )
+
+
+def test_bootstrap_of_empty_arrays_says_they_are_empty():
+    # issue 25: a ZeroDivisionError before
+    with pytest.raises(ValueError, match=r"`arrays\[0\]` is empty: at least one sample.*\(0,\)"):
+        jm.bootstrap(jm.roc_auc, np.zeros(0), np.zeros(0, int), key=jax.random.key(0))
+
+
+def test_missing_group_labels_raise_naming_the_index():
+    scores, labels = np.array([0.1, 0.4, 0.35, 0.8]), np.array([0, 0, 1, 1])
+    key = jax.random.key(0)
+    with pytest.raises(TypeError, match=r"`groups` must hold a group label.*found None at index 0"):
+        jm.bootstrap(jm.roc_auc, scores, labels, key=key, groups=[None] * 4)
+    with pytest.raises(TypeError, match=r"found None at index 2"):
+        jm.bootstrap(jm.roc_auc, scores, labels, key=key, groups=["a", "b", None, "a"])
+    with pytest.raises(ValueError, match=r"`groups` must hold a group label.*found nan at index 1"):
+        jm.bootstrap(jm.roc_auc, scores, labels, key=key, groups=[0.0, np.nan, 1.0, 1.0])
+    with pytest.raises(TypeError, match=r"all of one kind; found int, str"):
+        jm.resample_weights(key, jnp.arange(2), 4, groups=np.array([1, "a", 2, "b"], object))

@@ -15,10 +15,22 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import ndtr, ndtri
 
 from jaxmetrics._src import kernels, layouts, programs, recipe, sorting, validation
-from jaxmetrics._src.resampling import check_key, draw_weights, group_units, resample_weights
+from jaxmetrics._src.intervals import bca_levels, nan_quantile, warn_bca_fallbacks
+from jaxmetrics._src.resampling import (
+    branched,
+    check_key,
+    check_sample_axis,
+    draw_weights,
+    group_units,
+    in_calls,
+    kernel_branch,
+    left_out_values,
+    on_host,
+    resample_weights,
+    weighted_value,
+)
 from jaxmetrics._src.typing import Array, ArrayLike, BootstrapMethod, Sampling, options_of
 
 _METHODS = options_of(BootstrapMethod)
@@ -61,22 +73,6 @@ class BootstrapResult(NamedTuple):
     def num_undefined(self) -> Array:
         """``[*shape]`` int: how many resamples gave NaN (left out of the interval)."""
         return jnp.isnan(self.samples).sum(axis=0)
-
-
-def _weighted(metric: Callable[..., Any], data: tuple[Array, ...], weights: Array) -> Array:
-    return jnp.asarray(metric(*data, sample_weight=weights))
-
-
-def _check_sample_axis(sample_axis: Any, first: Array) -> int:
-    """The resampled axis of the first array, as a negative index (static, an int)."""
-    if isinstance(sample_axis, bool) or not isinstance(sample_axis, int | np.integer):
-        raise TypeError(f"`sample_axis` must be an int; got {sample_axis!r}.")
-    if not -first.ndim <= sample_axis < first.ndim:
-        raise ValueError(
-            f"`sample_axis` must be an axis of `arrays[0]` (shape {tuple(first.shape)}); "
-            f"got {sample_axis}."
-        )
-    return int(sample_axis) - first.ndim if sample_axis >= 0 else int(sample_axis)
 
 
 def _calls(total: int, chunk_size: int) -> tuple[int, int]:
@@ -128,24 +124,25 @@ def _resampled_body(
             )[:, units]
         if unit_slot is not None:
             weights = jnp.where((resamples == unit_slot)[:, None], 1, weights)
-        return jax.vmap(lambda w: _weighted(metric, data, w))(weights)
+        return jax.vmap(lambda w: weighted_value(metric, data, w))(weights)
 
     values = jax.lax.map(step, blocks)
     return values.reshape((chunks * size,) + values.shape[2:])
 
 
 _resampled_values = programs.jit(
-    _resampled_body,
+    branched(_resampled_body),
     static_argnums=(0,),
-    static_argnames=("sampling", "chunks", "size", "sample_axis", "num_units"),
+    static_argnames=("sampling", "chunks", "size", "sample_axis", "num_units", "branch"),
 )
 
 
 @functools.partial(
     jax.jit,
     static_argnums=(0, 1),
-    static_argnames=("sampling", "chunks", "size", "sample_axis", "num_units"),
+    static_argnames=("sampling", "chunks", "size", "sample_axis", "num_units", "branch"),
 )
+@branched
 def _sharded_values(
     metric, mesh, data, design, key, first, *, sampling, chunks, size, sample_axis, num_units
 ):
@@ -185,23 +182,6 @@ def _sharded_values(
     )(data, design, key, first)
 
 
-@functools.partial(jax.jit, static_argnums=(0,), static_argnames=("chunks", "size", "sample_axis"))
-def _left_out_values(metric, data, units, first, *, chunks, size, sample_axis):
-    """Metric values with unit ``i`` (a sample, or a group of them) left out (weight 0), for
-    ``i`` in a block of indices."""
-    num_samples = data[0].shape[sample_axis]
-    if units is None:
-        units = jnp.arange(num_samples)
-    blocks = first + jnp.arange(chunks * size, dtype=jnp.int32).reshape(chunks, size)
-
-    def step(left_out: Array) -> Array:
-        weights = units[None, :] != left_out[:, None]
-        return jax.vmap(lambda w: _weighted(metric, data, w))(weights.astype(jnp.int32))
-
-    values = jax.lax.map(step, blocks)
-    return values.reshape((chunks * size,) + values.shape[2:])
-
-
 _ESTIMATE_IN_LOOP = "_jaxmetrics_estimate_in_loop"
 
 
@@ -216,35 +196,6 @@ def estimate_in_loop(metric: Callable[..., Any]) -> Callable[..., Any]:
     """
     setattr(metric, _ESTIMATE_IN_LOOP, True)
     return metric
-
-
-def _in_calls(compute: Callable[[Array], Array], total: int, per_call: int, progress=None):
-    """Concatenate ``compute(first)`` for first = 0, per_call, ...; drop the padding past total.
-
-    On the CPU the pieces are sliced and joined in numpy: slicing and joining device arrays
-    compiles a small program for every shape."""
-    pieces = []
-    for first in range(0, total, per_call):
-        pieces.append(_on_host(compute(np.int32(first)))[: total - first])
-        if progress is not None:
-            progress(min(first + per_call, total), total)
-    if all(isinstance(piece, np.ndarray) for piece in pieces):
-        return validation.to_device(np.concatenate(pieces, axis=0))
-    return jnp.concatenate(pieces, axis=0)
-
-
-def _on_host(values: Array) -> Array | np.ndarray:
-    """Concrete values on the CPU as numpy (for slicing without compiling), else unchanged."""
-    if jax.default_backend() == "cpu" and validation.is_concrete(values):
-        return np.asarray(values)
-    return values
-
-
-def _nan_quantile(samples: Array, q: Array) -> Array:
-    """Quantiles over axis 0 ignoring NaN, linear interpolation (numpy's default); q per column."""
-    return jax.vmap(lambda column, level: jnp.nanquantile(column, level), in_axes=(1, 0))(
-        samples.reshape(samples.shape[0], -1), jnp.broadcast_to(q, samples.shape[1:]).reshape(-1)
-    ).reshape(samples.shape[1:])
 
 
 def bootstrap(
@@ -298,9 +249,15 @@ def bootstrap(
     Conventions: the estimate is the metric on the full data (every weight 1). Resamples where
     the metric is NaN (e.g. one class drawn) are counted in `num_undefined` and left out of
     `low`, `high` and `standard_error`. The same key gives the same resamples, whatever
-    `chunk_size` or `mesh`. Bad options, a `key` that is not a PRNG key, arrays that do not
-    share their last axis (with the default `sample_axis`), and `stratify` with Poisson
-    sampling or of the wrong shape raise `ValueError` or `TypeError` before any resampling.
+    `chunk_size` or `mesh`. Bad options, a `key` that is not a PRNG key, empty arrays, arrays
+    that do not share their last axis (with the default `sample_axis`), `stratify` with Poisson
+    sampling or of the wrong shape, and missing (None, NaN) `groups` labels raise `ValueError`
+    or `TypeError` before any resampling. BCa where its formula is undefined: an acceleration
+    that is 0/0 or not finite (jackknife values that do not vary, e.g. a perfect AUC) is taken
+    as 0; an output whose defined resamples all lie on one side of the estimate (z0 infinite:
+    a biased metric such as the ECE near 0) or whose estimate is NaN gets the percentile
+    interval, and one with no defined resample stays NaN (as with "percentile"), each with a
+    `RuntimeWarning` naming the cause (eagerly; under `jax.jit` silently).
     Precision: for the ranking metrics that depend on the order of the scores only
     (`roc_auc`, `average_precision`, `precision_at_k`, the retrieval metrics, also behind
     `functools.partial`), float64 and large-integer scores (the first array) are replaced by
@@ -330,9 +287,10 @@ def bootstrap(
         of ``[n, C]`` class probabilities (`multiclass_roc_auc`) or the queries of ``[Q, m]``
         retrieval scores, whose metric takes per-query weights (see `query_mean`). With
         another axis than -1, the arrays' shapes are the metric's to check.
-      mesh: optional 1-D `jax.sharding.Mesh`: the resamples are split over its devices (each
-        computes its own block of resample indices, with no communication) and the result
-        equals the single-device one for the same key.
+      mesh: optional 1-D `jax.sharding.Mesh` (``jax.make_mesh``'s Explicit axes or a classic
+        ``Mesh(devices, names)``'s Auto axes, over one process or several): the resamples are
+        split over its devices (each computes its own block of resample indices, with no
+        communication) and the result equals the single-device one for the same key.
       chunk_size: the number of resamples evaluated together per vmapped step; by default their
         weights take about 1 MB, which keeps the step in cache.
       progress: optional ``progress(done, total)``, called after each compiled call (about 128
@@ -370,11 +328,19 @@ def bootstrap(
     if recipe.is_order_only(metric):
         # ranking metrics see exact order keys of float64 / large-int scores, as eager calls do
         arrays = (validation.order_keys(arrays[0])[0], *arrays[1:])
-    arrays = tuple(validation.as_real_array(a, f"arrays[{i}]") for i, a in enumerate(arrays))
-    sample_axis = _check_sample_axis(sample_axis, arrays[0])
+    arrays = tuple(
+        layouts.on_one_device(validation.as_real_array(a, f"arrays[{i}]"))
+        for i, a in enumerate(arrays)
+    )
+    sample_axis = check_sample_axis(sample_axis, arrays[0])
     if sample_axis == -1:
         validation.sample_axis_shapes([(f"arrays[{i}]", a) for i, a in enumerate(arrays)])
     num_samples = arrays[0].shape[sample_axis]
+    if num_samples == 0:
+        raise ValueError(
+            "`arrays[0]` is empty: at least one sample is needed; got shape "
+            f"{tuple(arrays[0].shape)}."
+        )
     if groups is not None and stratify is not None:
         raise ValueError("`groups` and `stratify` cannot be combined; give one of them.")
     if stratify is not None:
@@ -383,7 +349,7 @@ def bootstrap(
                 "`stratify` needs `sampling='multinomial'` (Poisson weights do not "
                 "keep stratum sizes fixed)."
             )
-        stratify = validation.as_real_array(stratify, "stratify")
+        stratify = layouts.on_one_device(validation.as_real_array(stratify, "stratify"))
         if stratify.shape != (num_samples,):
             raise ValueError(
                 f"`stratify` must have shape ({num_samples},), one stratum per sample; "
@@ -391,7 +357,7 @@ def bootstrap(
             )
     if chunk_size is None:
         # the whole first array counts: scores [M, n] make every resample cost M sorted passes
-        chunk_size = max(1, min(num_resamples, _STEP_BYTES // (4 * arrays[0].size)))
+        chunk_size = max(1, min(num_resamples, _STEP_BYTES // (4 * max(1, arrays[0].size))))
 
     units, num_units = (None, 0) if groups is None else group_units(groups, num_samples)
     design = (stratify, None if units is None else jnp.asarray(units))
@@ -399,8 +365,9 @@ def bootstrap(
     in_program: list[Array] = []  # the estimate, when a compiled call computed it
     estimate_in_program = getattr(metric, _ESTIMATE_IN_LOOP, False)
     if not estimate_in_program:  # the metric's eager call: its own checks of the input run first
-        in_program.append(_weighted(metric, arrays, unit_weights))
+        in_program.append(weighted_value(metric, arrays, unit_weights))
     options = dict(sampling=sampling, size=chunk_size, sample_axis=sample_axis, num_units=num_units)
+    options["branch"] = kernel_branch()
     if mesh is None:
         chunks, per_call = _calls(num_resamples, chunk_size)
         # the last call's padding (computed, then dropped) has room for the estimate
@@ -413,7 +380,7 @@ def bootstrap(
             values = _resampled_values(
                 metric, arrays, design, key, first, slot, chunks=chunks, **options
             )
-            values = _on_host(values)
+            values = on_host(values)
             if unit_slot >= 0 and 0 <= unit_slot - int(first) < per_call:
                 in_program.append(validation.to_device(values[unit_slot - first]))
             return values
@@ -432,15 +399,15 @@ def bootstrap(
             # the devices' blocks in order, readable in every process (a mesh may span several)
             return jnp.asarray(np.asarray(layouts.replicate(values)))
 
-    samples = _in_calls(compute, num_resamples, per_call, progress)
-    estimate = in_program[0] if in_program else _weighted(metric, arrays, unit_weights)
+    samples = in_calls(compute, num_resamples, per_call, progress)
+    estimate = in_program[0] if in_program else weighted_value(metric, arrays, unit_weights)
     alpha = (1 - confidence) / 2
     if method == "bca":
         # the jackknife leaves out one resampled unit at a time: a sample, or a whole group
         num_left_out = num_samples if units is None else num_units
         chunks, per_call = _calls(num_left_out, chunk_size)
-        jackknife = _in_calls(
-            lambda first: _left_out_values(
+        jackknife = in_calls(
+            lambda first: left_out_values(
                 metric,
                 arrays,
                 design[1],
@@ -448,41 +415,32 @@ def bootstrap(
                 chunks=chunks,
                 size=chunk_size,
                 sample_axis=sample_axis,
+                branch=options["branch"],
             ),
             num_left_out,
             per_call,
         )
     else:
         jackknife = None
-    return _summary(samples, estimate, jackknife, alpha, method=method)
+    result, fallbacks = _summary(samples, estimate, jackknife, alpha, method=method)
+    if fallbacks is not None:
+        warn_bca_fallbacks(fallbacks)
+    return result
 
 
 @functools.partial(kernels.sample_jit, static_argnames=("method",))
-def _summary(samples, estimate, jackknife, alpha, *, method) -> BootstrapResult:
-    """Interval and standard error from the resampled values, in one compiled program."""
+def _summary(samples, estimate, jackknife, alpha, *, method):
+    """Interval and standard error from the resampled values, in one compiled program; and
+    where BCa fell back (`bca_levels`), None for the other methods."""
+    fallbacks = None
     if method == "bca":
-        levels = _bca_levels(samples, estimate, jackknife, alpha)
+        levels, fallbacks = bca_levels(samples, estimate, jackknife, alpha)
     else:
         levels = jnp.broadcast_to(jnp.stack([alpha, 1 - alpha]), estimate.shape + (2,))
         levels = jnp.moveaxis(levels, -1, 0)
-    low = _nan_quantile(samples, levels[0])
-    high = _nan_quantile(samples, levels[1])
+    low = nan_quantile(samples, levels[0])
+    high = nan_quantile(samples, levels[1])
     if method == "basic":
         low, high = 2 * estimate - high, 2 * estimate - low
     standard_error = jnp.nanstd(samples, axis=0, ddof=1)
-    return BootstrapResult(estimate, low, high, standard_error, samples)
-
-
-def _bca_levels(samples: Array, estimate: Array, jackknife: Array, alpha: float) -> Array:
-    """BCa's adjusted quantile levels, ``[2, *shape]``."""
-    defined = (~jnp.isnan(samples)).sum(0)
-    below = jnp.where(samples < estimate, 1.0, 0.0).sum(0)
-    ties = jnp.where(samples == estimate, 0.5, 0.0).sum(0)
-    bias = ndtri((below + ties) / defined)
-    deviations = jnp.nanmean(jackknife, axis=0) - jackknife
-    acceleration = jnp.nansum(deviations**3, axis=0) / (
-        6 * jnp.nansum(deviations**2, axis=0) ** 1.5
-    )
-    z = ndtri(jnp.asarray([alpha, 1 - alpha]))
-    z = z.reshape((2,) + (1,) * estimate.ndim)
-    return ndtr(bias + (bias + z) / (1 - acceleration * (bias + z)))
+    return BootstrapResult(estimate, low, high, standard_error, samples), fallbacks

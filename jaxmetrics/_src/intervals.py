@@ -1,7 +1,8 @@
 """Analytic confidence intervals: binomial proportions and the Hanley-McNeil AUC standard error.
 
 The binomial intervals take arrays of counts (any shape) and return arrays of bounds; DeLong's
-AUC variance, read off the ranking engine, is in `delong`.
+AUC variance, read off the ranking engine, is in `delong`. The quantile levels of the bootstrap's
+intervals (percentile and BCa) from resampled values are here too, for `bootstrap`.
 
 Each public function checks its inputs (numpy, on the host, when they are concrete), then runs
 one compiled program: an eager call compiles once per input shape (and confidence level).
@@ -10,12 +11,14 @@ one compiled program: an eager call compiles once per input shape (and confidenc
 from __future__ import annotations
 
 import functools
+import warnings
 from statistics import NormalDist
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import betainc
+from jax.scipy.special import betainc, ndtr, ndtri
 
 from jaxmetrics._src import kernels, validation
 from jaxmetrics._src.typing import Array, ArrayLike
@@ -75,7 +78,19 @@ def wilson_bounds(k: Array, n: Array, z: float) -> tuple[Array, Array]:
     """
     center = (k + z * z / 2) / (n + z * z)
     half = z / (n + z * z) * jnp.sqrt(k * (n - k) / n + z * z / 4)
-    return jnp.clip(center - half, 0, 1), jnp.clip(center + half, 0, 1)
+    return _containing(k, n, jnp.clip(center - half, 0, 1), jnp.clip(center + half, 0, 1))
+
+
+def _containing(k: Array, n: Array, low: Array, high: Array) -> tuple[Array, Array]:
+    """Bounds widened, where rounding left it outside, to the observed proportion k / n.
+
+    Every interval here contains k / n in exact arithmetic, with 0 its lower bound at k = 0 and
+    1 its upper bound at k = n; float rounding can miss by an ulp (Wilson's upper bound of 23 of
+    23 was 0.99999994, its lower bound of 0 of 21 4.3e-10). NaN stays NaN (n = 0, a marked
+    element).
+    """
+    proportion = k / n
+    return jnp.minimum(low, proportion), jnp.maximum(high, proportion)
 
 
 # The interval programs take `z` (or `alpha`) static: it is set by `confidence`, which rarely
@@ -94,7 +109,7 @@ def _agresti_coull(
     n_tilde = n + z * z
     p_tilde = (k + z * z / 2) / n_tilde
     half = z * jnp.sqrt(p_tilde * (1 - p_tilde) / n_tilde)
-    bounds = jnp.clip(p_tilde - half, 0, 1), jnp.clip(p_tilde + half, 0, 1)
+    bounds = _containing(k, n, jnp.clip(p_tilde - half, 0, 1), jnp.clip(p_tilde + half, 0, 1))
     return validation.nan_where(flags[0] | flags[1], bounds)
 
 
@@ -205,7 +220,7 @@ def _clopper_pearson(
     k, n = jnp.where(invalid, 0.0, k), jnp.where(invalid, 1.0, n)
     low = _beta_quantile(jnp.full_like(k, alpha), jnp.maximum(k, 1), n - k + 1)
     high = _beta_quantile(jnp.full_like(k, 1 - alpha), k + 1, jnp.maximum(n - k, 1))
-    bounds = jnp.where(k == 0, 0.0, low), jnp.where(k == n, 1.0, high)
+    bounds = _containing(k, n, jnp.where(k == 0, 0.0, low), jnp.where(k == n, 1.0, high))
     return validation.nan_where(invalid, bounds)
 
 
@@ -323,3 +338,76 @@ def hanley_mcneil_standard_error(
             )
         )
     return _hanley_mcneil(*values, tuple(flags))
+
+
+def nan_quantile(samples: Array, q: Array) -> Array:
+    """Quantiles over axis 0 ignoring NaN, linear interpolation (numpy's default); q per column."""
+    return jax.vmap(lambda column, level: jnp.nanquantile(column, level), in_axes=(1, 0))(
+        samples.reshape(samples.shape[0], -1), jnp.broadcast_to(q, samples.shape[1:]).reshape(-1)
+    ).reshape(samples.shape[1:])
+
+
+class BcaFallbacks(NamedTuple):
+    """Where BCa's levels are undefined, per output element of the metric (bool arrays)."""
+
+    no_resample: Array  # every resample NaN: the interval is NaN, as the percentile one is
+    undefined_estimate: Array  # a NaN estimate: z0 has no reference, the percentile interval
+    one_sided: Array  # every defined resample on one side of the estimate: z0 infinite, ditto
+
+
+def bca_levels(
+    samples: Array, estimate: Array, jackknife: Array, alpha: float
+) -> tuple[Array, BcaFallbacks]:
+    """BCa's adjusted quantile levels, ``[2, *shape]``, and where they fell back (traced).
+
+    The bias correction z0 is undefined when the estimate is NaN and infinite when no defined
+    resample lies below the estimate or none above it (ties count half); those elements get
+    the percentile levels. The acceleration is 0/0 when the jackknife values do not vary (a
+    perfect AUC, a metric no single sample moves) and is not finite when they overflow: it is
+    taken as 0 there (the bias-corrected interval), as no jackknife skewness is seen.
+    """
+    defined = (~jnp.isnan(samples)).sum(0)
+    below = jnp.where(samples < estimate, 1.0, 0.0).sum(0)
+    ties = jnp.where(samples == estimate, 0.5, 0.0).sum(0)
+    share = (below + ties) / defined
+    no_resample = defined == 0
+    undefined_estimate = jnp.isnan(estimate) & ~no_resample
+    one_sided = ((share == 0) | (share == 1)) & ~no_resample & ~undefined_estimate
+    bias = ndtri(share)
+    jackknife = jnp.where(jnp.isfinite(jackknife), jackknife, jnp.nan)
+    deviations = jnp.nanmean(jackknife, axis=0) - jackknife
+    acceleration = jnp.nansum(deviations**3, axis=0) / (
+        6 * jnp.nansum(deviations**2, axis=0) ** 1.5
+    )
+    acceleration = jnp.where(jnp.isfinite(acceleration), acceleration, 0.0)
+    percentile = jnp.asarray([alpha, 1 - alpha]).reshape((2,) + (1,) * estimate.ndim)
+    z = ndtri(percentile)
+    adjusted = ndtr(bias + (bias + z) / (1 - acceleration * (bias + z)))
+    levels = jnp.where(undefined_estimate | one_sided, percentile, adjusted)
+    return levels, BcaFallbacks(no_resample, undefined_estimate, one_sided)
+
+
+_BCA_CAUSES = {
+    "one_sided": "every defined resample lies on one side of the estimate (all above it or all "
+    "below it), so BCa's bias correction z0 is infinite (typical of a biased metric, such as "
+    "the expected calibration error of well-calibrated probabilities): the percentile "
+    "interval is given instead",
+    "undefined_estimate": "the estimate is NaN (the metric is undefined on the full data), so "
+    "BCa's bias correction has no reference: the percentile interval is given instead",
+    "no_resample": "the metric is NaN on every resample (see `num_undefined`): the interval is NaN",
+}
+
+
+def warn_bca_fallbacks(fallbacks: BcaFallbacks) -> None:
+    """A `RuntimeWarning` for each cause by which BCa fell back (eagerly; silent under jit)."""
+    if not validation.is_concrete(*fallbacks):
+        return
+    for field, cause in _BCA_CAUSES.items():
+        flags = np.asarray(getattr(fallbacks, field))
+        if not flags.any():
+            continue
+        where = ""
+        if flags.ndim:
+            first = tuple(int(i) for i in np.argwhere(flags)[0])
+            where = f" for {int(flags.sum())} of {flags.size} outputs (the first at index {first})"
+        warnings.warn(f"`method='bca'`{where}: {cause}.", RuntimeWarning, stacklevel=3)

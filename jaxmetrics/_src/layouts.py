@@ -4,8 +4,9 @@ Inputs whose sample (last) axis is split over a mesh -- concrete `jax.Array`s wi
 `NamedSharding`, or, under `jit`, values of meshes with explicit axes (JAX's default for
 ``jax.make_mesh``) -- are either ranked where they are (AUC and average precision:
 `sharded.py`) or made whole on every device first (`replicate`: every other function, O(n)
-memory per device, the same numbers). Arrays of meshes with auto axes are left to XLA's
-partitioner, which does its own gathering.
+memory per device, the same numbers). Under `jit`, arrays of meshes with auto axes (a classic
+``Mesh(devices, names)``) are left to XLA's partitioner, which does its own gathering; eagerly
+their concrete sharding says where the samples are, as for explicit axes.
 """
 
 from __future__ import annotations
@@ -70,7 +71,25 @@ def replicate(value: Any) -> Any:
         return value
     if all(axes is None for axes in _spec(sharding, value.ndim)):
         return value
-    return jax.sharding.reshard(value, NamedSharding(sharding.mesh, PartitionSpec()))
+    return _laid_out_as(value, NamedSharding(sharding.mesh, PartitionSpec()))
+
+
+def on_one_device(value: Any) -> Any:
+    """A concrete array whole on each of several devices of this process as its copy on one
+    of them (no copy is made), else `value` unchanged.
+
+    For work of many programs on the whole data (the bootstrap's): a program over several
+    devices runs the CPU's host kernels on the first only, the others waiting for it, which
+    on emulated CPU devices starves XLA's thread pool (seen to hang).
+    """
+    if (
+        not isinstance(value, jax.Array)
+        or isinstance(value, jax.core.Tracer)
+        or len(value.sharding.device_set) == 1
+        or not (value.is_fully_replicated and value.is_fully_addressable)
+    ):
+        return value
+    return value.addressable_shards[0].data
 
 
 def split_like(value: Any, split: tuple[Any, tuple[str, ...]]) -> Any:
@@ -78,4 +97,20 @@ def split_like(value: Any, split: tuple[Any, tuple[str, ...]]) -> Any:
     `shard_map` needs every operand laid out as its specs say."""
     mesh, axes = split
     spec = PartitionSpec(*([None] * (value.ndim - 1)), axes)
-    return jax.sharding.reshard(value, NamedSharding(mesh, spec))
+    return _laid_out_as(value, NamedSharding(mesh, spec))
+
+
+def _laid_out_as(value: Any, sharding: NamedSharding) -> Any:
+    """`value` moved to `sharding`, whatever the type of its mesh's axes.
+
+    `reshard` is the move for explicit axes (``jax.make_mesh``'s default), whose layout is part
+    of the type. A classic ``Mesh(devices, names)`` has auto axes, which `reshard` refuses in a
+    spec and, asked for ``P()``, leaves a concrete array split as it was (then unreadable across
+    processes): a concrete array moves with `device_put` (across processes too), a traced one
+    with a sharding constraint.
+    """
+    if sharding.mesh.are_all_axes_explicit:
+        return jax.sharding.reshard(value, sharding)
+    if isinstance(value, jax.core.Tracer):
+        return jax.lax.with_sharding_constraint(value, sharding)
+    return jax.device_put(value, sharding)

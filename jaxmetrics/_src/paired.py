@@ -63,9 +63,9 @@ def paired_difference(
 
     Conventions: resamples where either value is undefined (NaN) are dropped. The interval is
     the percentile one whatever `method` made `result`, at this function's `confidence`.
-    Negative model indices count from the end. A `result` without a model axis raises
-    `ValueError`; a model index that is not an int raises `TypeError`, and one out of range
-    `ValueError`.
+    Negative model indices count from the end. A `result` that is not a `BootstrapResult` (a
+    plain tuple) raises `TypeError`, one without a model axis `ValueError`; a model index that
+    is not an int raises `TypeError`, and one out of range `ValueError`.
 
     Args:
       result: a `BootstrapResult` whose samples have shape ``[num_resamples, M, *rest]``.
@@ -112,6 +112,7 @@ def _paired_summary(differences: Array, estimate: Array, alpha: Array) -> Paired
 
 def _model_differences(result: BootstrapResult, first: int, second: int) -> Array:
     """``samples[:, first] - samples[:, second]``, after checking the model axis and indices."""
+    _check_result(result, "result")
     if result.samples.ndim < 2:
         raise ValueError(
             "`result` has no model axis: bootstrap a metric of scores shaped [M, n] "
@@ -127,6 +128,15 @@ def _model_differences(result: BootstrapResult, first: int, second: int) -> Arra
                 f"{num_models} models); got {model}."
             )
     return result.samples[:, first] - result.samples[:, second]
+
+
+def _check_result(result: object, name: str) -> None:
+    # a plain tuple has lost the field names (`tuple(result)`, a JSON round trip)
+    if not isinstance(result, BootstrapResult):
+        raise TypeError(
+            f"`{name}` must be a BootstrapResult (what `bootstrap` returns); got "
+            f"{type(result).__name__}."
+        )
 
 
 def _normal_test(estimate: Array, differences: Array) -> tuple[Array, Array, Array]:
@@ -163,14 +173,14 @@ def bootstrap_test(result: BootstrapResult, *, first: int = 0, second: int = 1) 
     differences, referred to the normal distribution. `paired_difference` reads the same
     samples for a percentile interval and a percentile p-value instead.
 
-    .. math:: D = rac{\hat	heta_\mathrm{first} - \hat	heta_\mathrm{second}}
+    .. math:: D = \frac{\hat\theta_\mathrm{first} - \hat\theta_\mathrm{second}}
               {\mathrm{sd}(d)}, \qquad
-              d_b = 	heta^*_{b,\mathrm{first}} - 	heta^*_{b,\mathrm{second}}, \qquad
+              d_b = \theta^*_{b,\mathrm{first}} - \theta^*_{b,\mathrm{second}}, \qquad
               p = 2\,\Phi(-|D|)
 
     Conventions: resamples where either value is undefined (NaN) are dropped. A zero standard
     deviation gives D = 0 and p = 1 when the estimate is 0 too (pROC's special case), else
-    D = ±inf and p = 0. Model indices are checked as in `paired_difference`.
+    D = ±inf and p = 0. `result` and the model indices are checked as in `paired_difference`.
 
     Args:
       result: a `BootstrapResult` whose samples have shape ``[num_resamples, M, *rest]``.
@@ -235,12 +245,12 @@ def unpaired_difference(
     data divided by the standard deviation of the resampled differences, referred to the
     normal distribution (not the percentile p-value of `paired_difference`).
 
-    .. math:: d_b = 	heta^{a*}_b - 	heta^{b*}_b, \qquad
-              [q_lpha(d),\ q_{1-lpha}(d)], \qquad
-              D = rac{\hat	heta^a - \hat	heta^b}{\mathrm{sd}(d)}, \qquad
+    .. math:: d_b = \theta^{a*}_b - \theta^{b*}_b, \qquad
+              [q_\alpha(d),\ q_{1-\alpha}(d)], \qquad
+              D = \frac{\hat\theta^a - \hat\theta^b}{\mathrm{sd}(d)}, \qquad
               p = 2\,\Phi(-|D|)
 
-    with :math:`lpha = (1 - \mathrm{confidence}) / 2`.
+    with :math:`\alpha = (1 - \mathrm{confidence}) / 2`.
 
     Conventions: the two bootstraps must use different keys (e.g. from `jax.random.split`):
     two data sets of the same size bootstrapped with one key get the same weight vectors,
@@ -276,12 +286,8 @@ def unpaired_difference(
       Introduction to the Bootstrap, Chapman & Hall, ch. 16.
     """
     confidence = validation.check_probability_level(confidence)
-    for name, result in (("result_a", result_a), ("result_b", result_b)):
-        if not isinstance(result, BootstrapResult):
-            raise TypeError(
-                f"`{name}` must be a BootstrapResult (what `bootstrap` returns); got "
-                f"{type(result).__name__}."
-            )
+    _check_result(result_a, "result_a")
+    _check_result(result_b, "result_b")
     if result_a.samples.shape != result_b.samples.shape:
         raise ValueError(
             "`result_b` must hold as many resamples of a metric of the same shape as "

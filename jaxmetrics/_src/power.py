@@ -62,8 +62,16 @@ def _checked_aucs(auc: ArrayLike, counts: list[tuple[ArrayLike, str]]) -> tuple[
             values[0], "auc", lambda a: ~((a >= 0) & (a <= 1)), "be in [0, 1]", sample_axes=0
         )
     ]
+    shape = values[0].shape
     for value, name in counts:
         value = validation.as_real_array(value, name, min_ndim=0, host=True)
+        try:
+            shape = np.broadcast_shapes(shape, value.shape)
+        except ValueError:
+            raise ValueError(
+                f"`{name}` must broadcast against `auc` and the counts before it: expected a "
+                f"shape compatible with {tuple(shape)}, got {tuple(value.shape)}."
+            ) from None
         flags.append(
             validation.check_values(value, name, lambda n: ~(n > 0), "be positive", sample_axes=0)
         )
@@ -102,11 +110,12 @@ def auc_power(
     with ``A = 1.414 Phi^-1(theta)``, ``kappa = n- / n+`` and ``V_0 = V(1/2) = 0.0792 (1 +
     1 / kappa)`` (Obuchowski 2004's variances of the AUC times n+, from the binormal model).
 
-    Conventions: the arguments broadcast elementwise. An `auc` outside [0, 1] or a
-    non-positive count (NaN included) raises `ValueError` eagerly, naming the argument and the
-    index; under `jax.jit` that element is NaN. An AUC below 1/2 counts as far from 1/2 as its
-    mirror image. At an AUC of exactly 0 or 1 the variance is 0 (its limit). Counts need not be
-    integers. Precision: float32, float64 when `jax_enable_x64` is on.
+    Conventions: the arguments broadcast elementwise (shapes that do not raise `ValueError`).
+    An `auc` outside [0, 1] or a non-positive count (NaN included) raises `ValueError` eagerly,
+    naming the argument and the index; under `jax.jit` that element is NaN. An AUC below 1/2
+    counts as far from 1/2 as its mirror image. At an AUC of exactly 0 or 1 the variance is 0
+    (its limit). Counts need not be integers. Precision: float32, float64 when
+    `jax_enable_x64` is on.
 
     Args:
       auc: the true AUC under the alternative, an array of any shape.

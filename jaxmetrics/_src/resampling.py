@@ -5,19 +5,23 @@ any metric taking `sample_weight` accepts; `bootstrap` evaluates thousands of th
 from a counter-based hash of (key, resample index, sample index): resample r is the
 same whichever chunk, device or batch computes it, and generating it needs no communication and
 no sequential random state. The hash is a SplitMix/murmur-style integer mixer: statistically ample
-for resampling, not cryptographic.
+for resampling, not cryptographic. The jackknife's leave-one-out values are here too, and the
+loop of compiled calls that evaluates blocks of resamples (`in_calls`).
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import numbers
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src import host_kernels, kernels, validation
+from jaxmetrics._src import host_kernels, kernels, sorting, validation
 from jaxmetrics._src.typing import Array, ArrayLike, Sampling, options_of
 
 _SAMPLINGS = options_of(Sampling)
@@ -237,8 +241,28 @@ def group_units(groups: ArrayLike, num_samples: int) -> tuple[np.ndarray, int]:
             f"`groups` must have shape ({num_samples},), one group label per sample; got "
             f"{host.shape}."
         )
+    _check_group_labels(host)
     _, units = np.unique(host, return_inverse=True)
     return units.astype(np.int32).reshape(-1), int(units.max()) + 1 if units.size else 0
+
+
+def _check_group_labels(host: np.ndarray) -> None:
+    """Group labels must be numbers or strings, none missing (None, NaN), sortable together."""
+    expected = "a group label (a number or a string) for every sample"
+    if host.dtype == object:
+        for index, label in enumerate(host):
+            if not isinstance(label, str | bytes | numbers.Real):
+                raise TypeError(f"`groups` must hold {expected}; found {label!r} at index {index}.")
+        try:
+            sorted(host)
+        except TypeError:
+            kinds = sorted({type(label).__name__ for label in host})
+            raise TypeError(
+                f"`groups` must hold {expected}, all of one kind; found {', '.join(kinds)}."
+            ) from None
+    missing = np.flatnonzero(host != host) if host.dtype.kind in "fcO" else []  # NaN != NaN
+    if len(missing):
+        raise ValueError(f"`groups` must hold {expected}; found nan at index {missing[0]}.")
 
 
 def draw_weights(
@@ -311,3 +335,83 @@ def _multinomial(
 
     counts, _ = jax.lax.while_loop(lambda state: state[1] < n, add, (counts, counts.sum()))
     return counts
+
+
+def check_sample_axis(sample_axis: Any, first: Array) -> int:
+    """The resampled axis of the first array, as a negative index (static, an int)."""
+    if isinstance(sample_axis, bool) or not isinstance(sample_axis, int | np.integer):
+        raise TypeError(f"`sample_axis` must be an int; got {sample_axis!r}.")
+    if not -first.ndim <= sample_axis < first.ndim:
+        raise ValueError(
+            f"`sample_axis` must be an axis of `arrays[0]` (shape {tuple(first.shape)}); "
+            f"got {sample_axis}."
+        )
+    return int(sample_axis) - first.ndim if sample_axis >= 0 else int(sample_axis)
+
+
+def in_calls(compute: Callable[[Array], Array], total: int, per_call: int, progress=None):
+    """Concatenate ``compute(first)`` for first = 0, per_call, ...; drop the padding past total.
+
+    On the CPU the pieces are sliced and joined in numpy: slicing and joining device arrays
+    compiles a small program for every shape."""
+    pieces = []
+    for first in range(0, total, per_call):
+        pieces.append(on_host(compute(np.int32(first)))[: total - first])
+        if progress is not None:
+            progress(min(first + per_call, total), total)
+    if all(isinstance(piece, np.ndarray) for piece in pieces):
+        return validation.to_device(np.concatenate(pieces, axis=0))
+    return jnp.concatenate(pieces, axis=0)
+
+
+def on_host(values: Array) -> Array | np.ndarray:
+    """Concrete values on the CPU as numpy (for slicing without compiling), else unchanged."""
+    if jax.default_backend() == "cpu" and validation.is_concrete(values):
+        return np.asarray(values)
+    return values
+
+
+def kernel_branch() -> tuple[bool, bool]:
+    """The kernel choices that code traced now reads: host kernels or XLA's, host running sums."""
+    return kernels.host_callbacks(), sorting.host_cumulative()
+
+
+def branched(fun: Callable[..., Any]) -> Callable[..., Any]:
+    """`fun` with a keyword `branch` (`kernel_branch()` at the call) that it is traced under.
+
+    Jitted with `branch` static, a program traced with the host kernels never serves a call
+    under `xla_kernels` (which clears no cache), nor the reverse.
+    """
+
+    @functools.wraps(fun)
+    def traced(*args: Any, branch: tuple[bool, bool], **kwargs: Any) -> Any:
+        with kernels.host_callbacks_set(branch[0]), sorting.host_cumulative_set(branch[1]):
+            return fun(*args, **kwargs)
+
+    del traced.__wrapped__  # (its signature, with `branch`, is the one `jax.jit` must read)
+    return traced
+
+
+def weighted_value(metric: Callable[..., Any], data: tuple[Array, ...], weights: Array) -> Array:
+    """``metric(*data, sample_weight=weights)`` as an array."""
+    return jnp.asarray(metric(*data, sample_weight=weights))
+
+
+@functools.partial(
+    jax.jit, static_argnums=(0,), static_argnames=("chunks", "size", "sample_axis", "branch")
+)
+@branched
+def left_out_values(metric, data, units, first, *, chunks, size, sample_axis):
+    """The jackknife: metric values with unit ``i`` (a sample, or a group of them: `units`
+    numbers each sample's) left out (weight 0), for ``i`` in a block of indices."""
+    num_samples = data[0].shape[sample_axis]
+    if units is None:
+        units = jnp.arange(num_samples)
+    blocks = first + jnp.arange(chunks * size, dtype=jnp.int32).reshape(chunks, size)
+
+    def step(left_out: Array) -> Array:
+        weights = units[None, :] != left_out[:, None]
+        return jax.vmap(lambda w: weighted_value(metric, data, w))(weights.astype(jnp.int32))
+
+    values = jax.lax.map(step, blocks)
+    return values.reshape((chunks * size,) + values.shape[2:])
