@@ -524,3 +524,26 @@ def test_every_number_option_can_be_traced_or_says_it_is_static():
             except AssertionError as error:
                 failures.append(f"{case_id}({option}): traced != eager: {error}")
     assert not failures, "\n".join(failures)
+
+
+def test_every_number_option_refuses_bools_and_strings():
+    """`True` and `"0.5"` passed as a float option raise a TypeError naming the option, for
+    every public function (issue 25, item 12: `float()` read them as numbers)."""
+    failures = []
+    for case_id in sorted(CASES):
+        captured = _captured_call(case_id)
+        if captured is None:
+            continue
+        function, args, kwargs = captured
+        for option in _number_options(function, kwargs):
+            for bad in (True, "0.5"):
+                try:
+                    function(*args, **{**kwargs, option: bad})
+                except TypeError as error:
+                    if f"`{option}`" not in str(error):
+                        failures.append(f"{case_id}({option}={bad!r}): {error}")
+                except Exception as error:  # noqa: BLE001 (any other error is the finding)
+                    failures.append(f"{case_id}({option}={bad!r}): {type(error).__name__}: {error}")
+                else:
+                    failures.append(f"{case_id}({option}={bad!r}) was accepted")
+    assert not failures, "\n".join(failures)

@@ -277,9 +277,10 @@ def test_the_xla_kernels_give_the_same_results(rng, monkeypatch):
 
     def everything():
         # one program for the whole registry: one compilation per branch. A function the user
-        # jitted keeps the branch it was traced with (xla_kernels clears no cache), so each
-        # branch jits its own; jaxmetrics' own programs are keyed by the branch
-        results = jax.jit(registry)(cases)
+        # jitted keeps the branch it was traced with (xla_kernels clears no cache, and JAX keys
+        # traces by the Python function), so each call jits a new one; jaxmetrics' own
+        # programs are keyed by the branch
+        results = jax.jit(lambda c: registry(c))(cases)
         results["delong"] = jm.delong(models, labels)
         results["bootstrap"] = jm.bootstrap(
             jm.roc_auc, scores, labels, key=jax.random.key(3), num_resamples=20

@@ -465,3 +465,9 @@ def test_state_of_the_wrong_batch_shape_is_named():
     with pytest.raises(ValueError, match=r"`state.a` .* batch shape \(3,\) of `probs`"):
         auc_margin_objective(jax.nn.sigmoid(logits), labels, wrong)
     assert compositional_auc_loss(logits, labels, wrong._replace(a=jnp.zeros(3))).shape == (3,)
+
+
+def test_balanced_batches_names_a_key_that_is_not_a_key():
+    """`key=0` failed inside jax.random with an unclear error (issue 25, item 12)."""
+    with pytest.raises(TypeError, match=r"`key` must be a JAX PRNG key .*got int 0"):
+        balanced_batches(0, np.array([0, 1, 0, 1]), batch_size=2, positive_fraction=0.5)

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmetrics._src import validation
+from jaxmetrics._src.resampling import check_key
 from jaxmetrics._src.typing import Array, ArrayLike
 
 
@@ -56,6 +57,7 @@ def balanced_batches(
       >>> [[labels[i] for i in batch] for batch in batches.tolist()]
       [[1, 0, 0, 0], [1, 0, 0, 0], [1, 0, 0, 0]]
     """
+    check_key(key)
     batch_size = validation.check_count(batch_size, "batch_size", minimum=2)
     fraction = validation.check_probability_level(positive_fraction, "positive_fraction")
     per_batch = math.floor(fraction * batch_size + 0.5)

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src import kernels, layouts, programs, recipe, sorting, validation
+from jaxmetrics._src import kernels, layouts, recipe, sorting, validation
 from jaxmetrics._src.intervals import bca_levels, nan_quantile, warn_bca_fallbacks
 from jaxmetrics._src.resampling import (
     branched,
@@ -130,7 +130,7 @@ def _resampled_body(
     return values.reshape((chunks * size,) + values.shape[2:])
 
 
-_resampled_values = programs.jit(
+_resampled_values = jax.jit(
     branched(_resampled_body),
     static_argnums=(0,),
     static_argnames=("sampling", "chunks", "size", "sample_axis", "num_units", "branch"),

@@ -19,6 +19,7 @@ import contextlib
 import contextvars
 import functools
 from collections.abc import Iterator
+from typing import Any
 
 import jax
 import numpy as np
@@ -45,6 +46,51 @@ def host_callbacks_set(enabled: bool) -> Iterator[None]:
         yield
     finally:
         _host_callbacks.reset(token)
+
+
+_device_cumulative_only = contextvars.ContextVar("device_cumulative_only", default=False)
+
+
+def host_cumulative() -> bool:
+    """Whether running sums traced now may use the host callback (where callbacks are on)."""
+    return not _device_cumulative_only.get()
+
+
+@contextlib.contextmanager
+def host_cumulative_set(enabled: bool) -> Iterator[None]:
+    """Trace running sums and maxima with the host callback allowed or not."""
+    token = _device_cumulative_only.set(not enabled)
+    try:
+        yield
+    finally:
+        _device_cumulative_only.reset(token)
+
+
+def without_host_cumulative() -> contextlib.AbstractContextManager[None]:
+    """Trace running sums and maxima with XLA's own ops (for code traced inside `shard_map`)."""
+    return host_cumulative_set(False)
+
+
+def branch(*arguments: Any) -> tuple[bool, bool]:
+    """The kernel choices code traced now reads: (host kernels, host running sums).
+
+    No host kernel for `arguments` that span several devices: a callback runs on one device,
+    and a program spread over several waited on it forever (seen: 3 runs in 5).
+    """
+    spread = any(
+        isinstance(leaf, jax.Array)
+        and not isinstance(leaf, jax.core.Tracer)  # (inside a trace: the caller's choice)
+        and len(leaf.sharding.device_set) > 1
+        for leaf in jax.tree_util.tree_leaves(arguments)
+    )
+    return host_callbacks() and not spread, host_cumulative()
+
+
+@contextlib.contextmanager
+def branch_set(choices: tuple[bool, bool]) -> Iterator[None]:
+    """Trace under the kernel choices of `branch`."""
+    with host_callbacks_set(choices[0]), host_cumulative_set(choices[1]):
+        yield
 
 
 def without_callbacks() -> contextlib.AbstractContextManager[None]:
@@ -99,18 +145,18 @@ def jit(fun, **jit_options):
     if isinstance(static_argnames, str):
         static_argnames = (static_argnames,)
 
-    def branch(*args, **kwargs):
-        with host_callbacks_set(kwargs.pop(_BRANCH)):
+    def traced(*args, **kwargs):
+        with branch_set(kwargs.pop(_BRANCH)):
             return fun(*args, **kwargs)
 
-    jitted = jax.jit(branch, static_argnames=(*static_argnames, _BRANCH), **jit_options)
+    jitted = jax.jit(traced, static_argnames=(*static_argnames, _BRANCH), **jit_options)
 
     @functools.wraps(fun)
     def call(*args, **kwargs):
-        return jitted(*args, **kwargs, **{_BRANCH: host_callbacks()})
+        return jitted(*args, **kwargs, **{_BRANCH: branch(args, kwargs)})
 
     def lower(*args, **kwargs):
-        return jitted.lower(*args, **kwargs, **{_BRANCH: host_callbacks()})
+        return jitted.lower(*args, **kwargs, **{_BRANCH: branch(args, kwargs)})
 
     call.lower, call.jitted = lower, jitted  # (the program for given arguments; for tests)
     return call

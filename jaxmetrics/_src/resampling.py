@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src import host_kernels, kernels, sorting, validation
+from jaxmetrics._src import host_kernels, kernels, validation
 from jaxmetrics._src.typing import Array, ArrayLike, Sampling, options_of
 
 _SAMPLINGS = options_of(Sampling)
@@ -371,9 +371,9 @@ def on_host(values: Array) -> Array | np.ndarray:
     return values
 
 
-def kernel_branch() -> tuple[bool, bool]:
-    """The kernel choices that code traced now reads: host kernels or XLA's, host running sums."""
-    return kernels.host_callbacks(), sorting.host_cumulative()
+def kernel_branch(*arguments: Any) -> tuple[bool, bool]:
+    """The kernel choices that code traced now reads (`kernels.branch`)."""
+    return kernels.branch(*arguments)
 
 
 def branched(fun: Callable[..., Any]) -> Callable[..., Any]:
@@ -385,7 +385,7 @@ def branched(fun: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fun)
     def traced(*args: Any, branch: tuple[bool, bool], **kwargs: Any) -> Any:
-        with kernels.host_callbacks_set(branch[0]), sorting.host_cumulative_set(branch[1]):
+        with kernels.branch_set(branch):
             return fun(*args, **kwargs)
 
     del traced.__wrapped__  # (its signature, with `branch`, is the one `jax.jit` must read)

@@ -18,8 +18,6 @@ Layout (1-D kernels; callers lift them over batch axes with ``validation.map_bat
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import functools
 import sys
 from typing import NamedTuple
@@ -29,6 +27,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmetrics._src import host_kernels, kernels
+from jaxmetrics._src.kernels import (  # the running sums' switch, with the other kernel choices
+    host_cumulative as host_cumulative,
+)
+from jaxmetrics._src.kernels import (
+    host_cumulative_set as host_cumulative_set,
+)
+from jaxmetrics._src.kernels import (
+    without_host_cumulative as without_host_cumulative,
+)
 
 Array = jax.Array
 
@@ -259,27 +266,6 @@ for _op in ("sum", "max"):
 
 # Per-step host callbacks from several emulated CPU devices inside `shard_map` starve XLA's
 # thread pool (seen to hang), so code traced for a mesh turns the running sums back to XLA's.
-_device_cumulative_only = contextvars.ContextVar("device_cumulative_only", default=False)
-
-
-def host_cumulative() -> bool:
-    """Whether running sums traced now may use the host callback (where callbacks are on)."""
-    return not _device_cumulative_only.get()
-
-
-@contextlib.contextmanager
-def host_cumulative_set(enabled: bool):
-    """Trace running sums and maxima with the host callback allowed or not."""
-    token = _device_cumulative_only.set(not enabled)
-    try:
-        yield
-    finally:
-        _device_cumulative_only.reset(token)
-
-
-def without_host_cumulative():
-    """Trace running sums and maxima with XLA's own ops (for code traced inside `shard_map`)."""
-    return host_cumulative_set(False)
 
 
 def cumulative(values: Array, *, op: str = "sum") -> Array:
@@ -290,7 +276,7 @@ def cumulative(values: Array, *, op: str = "sum") -> Array:
     of a metric's first call; numpy runs it as fast at any size. Elsewhere XLA's own.
     """
 
-    if _device_cumulative_only.get() or not kernels.host_callbacks():
+    if not host_cumulative() or not kernels.host_callbacks():
         return _device_cumulative(values, op=op)
 
     def on_cpu(values: Array) -> Array:
