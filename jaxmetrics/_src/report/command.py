@@ -188,6 +188,10 @@ def _options(args) -> None:
         raise ReportError(f"--resamples must be at least 2; got {args.resamples}")
 
 
+# with a compilation cache, data of at most this many rows is evaluated with XLA's kernels
+XLA_KERNELS_ROWS = 50_000
+
+
 def run(
     args,
     out: TextIO | None = None,
@@ -225,13 +229,21 @@ def run(
         calibration_bins=CALIBRATION_BINS,
         jaxmetrics_version=__version__,
     )
-    if before_jax is not None:
-        before_jax()
+    cached = bool(before_jax()) if before_jax is not None else False
+    import contextlib
+
+    import jaxmetrics as jm
     from jaxmetrics._src.report.evaluate import evaluate  # JAX starts here
 
+    # JAX's persistent cache keeps no program that calls numpy back (the CPU's host kernels):
+    # with a cache, small data is evaluated with XLA's own kernels, whose programs it keeps
+    # (at 4,000 rows they run about as fast; past ~50,000 numpy's sort pays for compiling)
+    small = table.labels.shape[-1] <= XLA_KERNELS_ROWS
+    choice = jm.xla_kernels() if cached and small else contextlib.nullcontext()
     progress = None if args.quiet else Progress(err)
     try:
-        report = evaluate(table, metadata, progress=progress)
+        with choice:
+            report = evaluate(table, metadata, progress=progress)
     finally:
         if progress is not None:
             progress.close()
