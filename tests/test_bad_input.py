@@ -495,34 +495,39 @@ def _number_options(function: Callable[..., Any], kwargs: dict) -> dict[str, flo
     return options
 
 
+def _number_option_calls():
+    """(case, function, args, kwargs, option, value) for every float option of every case."""
+    for case_id in sorted(CASES):
+        captured = _captured_call(case_id)
+        if captured is not None:
+            function, args, kwargs = captured
+            for option, value in _number_options(function, kwargs).items():
+                yield case_id, function, args, kwargs, option, value
+
+
 def test_every_number_option_can_be_traced_or_says_it_is_static():
     """A float option passed as a traced value (a schedule inside a jitted step) works and equals
     the eager call, or raises a TypeError saying the option is static: never JAX's
     TracerBoolConversionError or another internal error (issue 25, item 10)."""
     failures = []
-    for case_id in sorted(CASES):
-        captured = _captured_call(case_id)
-        if captured is None:
-            continue
-        function, args, kwargs = captured
-        for option, value in _number_options(function, kwargs).items():
+    for case_id, function, args, kwargs, option, value in _number_option_calls():
 
-            def call(v, option=option, function=function, args=args, kwargs=kwargs):
-                return function(*args, **{**kwargs, option: v})
+        def call(v, option=option, function=function, args=args, kwargs=kwargs):
+            return function(*args, **{**kwargs, option: v})
 
-            try:
-                traced = jax.jit(call)(value)
-            except TypeError as error:
-                if "static option" not in str(error):
-                    failures.append(f"{case_id}({option}=traced): {type(error).__name__}: {error}")
-                continue
-            except Exception as error:  # noqa: BLE001 (every other error is the finding)
+        try:
+            traced = jax.jit(call)(value)
+        except TypeError as error:
+            if "static option" not in str(error):
                 failures.append(f"{case_id}({option}=traced): {type(error).__name__}: {error}")
-                continue
-            try:
-                _assert_same(traced, call(value), f"{case_id}({option})")
-            except AssertionError as error:
-                failures.append(f"{case_id}({option}): traced != eager: {error}")
+            continue
+        except Exception as error:  # noqa: BLE001 (every other error is the finding)
+            failures.append(f"{case_id}({option}=traced): {type(error).__name__}: {error}")
+            continue
+        try:
+            _assert_same(traced, call(value), f"{case_id}({option})")
+        except AssertionError as error:
+            failures.append(f"{case_id}({option}): traced != eager: {error}")
     assert not failures, "\n".join(failures)
 
 
@@ -530,20 +535,15 @@ def test_every_number_option_refuses_bools_and_strings():
     """`True` and `"0.5"` passed as a float option raise a TypeError naming the option, for
     every public function (issue 25, item 12: `float()` read them as numbers)."""
     failures = []
-    for case_id in sorted(CASES):
-        captured = _captured_call(case_id)
-        if captured is None:
-            continue
-        function, args, kwargs = captured
-        for option in _number_options(function, kwargs):
-            for bad in (True, "0.5"):
-                try:
-                    function(*args, **{**kwargs, option: bad})
-                except TypeError as error:
-                    if f"`{option}`" not in str(error):
-                        failures.append(f"{case_id}({option}={bad!r}): {error}")
-                except Exception as error:  # noqa: BLE001 (any other error is the finding)
-                    failures.append(f"{case_id}({option}={bad!r}): {type(error).__name__}: {error}")
-                else:
-                    failures.append(f"{case_id}({option}={bad!r}) was accepted")
+    for case_id, function, args, kwargs, option, _ in _number_option_calls():
+        for bad in (True, "0.5"):
+            try:
+                function(*args, **{**kwargs, option: bad})
+            except TypeError as error:
+                if f"`{option}`" not in str(error):
+                    failures.append(f"{case_id}({option}={bad!r}): {error}")
+            except Exception as error:  # noqa: BLE001 (any other error is the finding)
+                failures.append(f"{case_id}({option}={bad!r}): {type(error).__name__}: {error}")
+            else:
+                failures.append(f"{case_id}({option}={bad!r}) was accepted")
     assert not failures, "\n".join(failures)

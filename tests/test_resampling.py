@@ -43,7 +43,7 @@ def test_multinomial_counts_have_the_multinomial_law(n, rate):
     # covariance -1/n between two samples, and a total of exactly n
     from jaxmetrics._src import resampling
 
-    seed = resampling._seed_words(jax.random.key(5))
+    seed = resampling.seed_words(jax.random.key(5))
     draw = jax.jit(jax.vmap(lambda r: resampling._multinomial(seed, r, n, rate)))
     weights = np.asarray(draw(jnp.arange(4000)))
     assert (weights.sum(-1) == n).all()

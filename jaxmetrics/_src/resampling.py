@@ -36,7 +36,7 @@ def _mix(x: Array) -> Array:
     return x ^ (x >> 16)
 
 
-def _random_bits(seed: Array, resample: Array, sample: Array) -> Array:
+def random_bits(seed: Array, resample: Array, sample: Array) -> Array:
     """Uniform uint32 bits for every (resample, sample) pair: a hash of the pair and the seed."""
     x = _mix(resample.astype(jnp.uint32) ^ seed[0])
     x = _mix(x ^ (sample.astype(jnp.uint32) * jnp.uint32(0x9E3779B9)) ^ seed[1])
@@ -52,7 +52,7 @@ def check_key(key: Any) -> None:
         raise TypeError(f"`key` must be a JAX PRNG key (jax.random.key(seed)); got {described}.")
 
 
-def _seed_words(key: Array) -> Array:
+def seed_words(key: Array) -> Array:
     if not jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         key = jax.random.wrap_key_data(key)
     return jax.random.bits(key, (2,), jnp.uint32)
@@ -275,11 +275,11 @@ def draw_weights(
     host_callback: bool = True,
 ) -> Array:
     """`resample_weights` of independent units (samples, or the groups of a cluster bootstrap)."""
-    seed = _seed_words(key)
+    seed = seed_words(key)
     if sampling == "multinomial" and stratify is None:
         return jax.vmap(lambda r: _multinomial(seed, r, num_samples))(resamples)
     sample = jnp.arange(num_samples, dtype=jnp.uint32)
-    bits = _random_bits(seed, resamples[:, None], sample[None, :])
+    bits = random_bits(seed, resamples[:, None], sample[None, :])
     if sampling == "poisson":
         return _poisson_counts(bits, _POISSON_THRESHOLDS)
     # modulo: the bias is below num_samples / 2^32 (2e-5 at 10^5 samples)
@@ -312,7 +312,7 @@ def _multinomial(
 
     def poisson(attempt):
         round_seed = seed ^ (attempt.astype(jnp.uint32) * jnp.uint32(0x632BE5AB))
-        return _poisson_counts(_random_bits(round_seed, resample, sample), thresholds)
+        return _poisson_counts(random_bits(round_seed, resample, sample), thresholds)
 
     def redraw(state):
         attempt, _ = state
@@ -327,7 +327,7 @@ def _multinomial(
 
     def add(state):
         counts, total = state
-        bits = _random_bits(fill_seed, resample, total.astype(jnp.uint32) + slots)
+        bits = random_bits(fill_seed, resample, total.astype(jnp.uint32) + slots)
         draws = (bits % jnp.uint32(max(n, 1))).astype(jnp.int32)
         wanted = slots < (n - total).astype(jnp.uint32)
         counts = counts.at[jnp.where(wanted, draws, n)].add(1, mode="drop")

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmetrics._src import kernels, sorting, validation
-from jaxmetrics._src.resampling import _random_bits, _seed_words, check_key
+from jaxmetrics._src.resampling import check_key, random_bits, seed_words
 from jaxmetrics._src.typing import Array, ArrayLike
 
 # Permutations evaluated together per vmapped step: their random bits and sorted copies stay
@@ -86,12 +86,12 @@ def _errors_gap(ordered_a: Array, ordered_b: Array) -> Array:
 @functools.partial(kernels.jit, static_argnames=("num_permutations",))
 def _paired_fields(scores_a, scores_b, labels, invalid, key, *, num_permutations):
     n = labels.shape[0]
-    seed = _seed_words(key)
+    seed = seed_words(key)
     rank_a, rank_b = _first_ranks(scores_a), _first_ranks(scores_b)
 
     def statistic_of(permutation: Array) -> Array:
         # three streams of bits: the exchange of each sample, the ties of each permuted model
-        bits = _random_bits(seed, permutation, jnp.arange(3 * n, dtype=jnp.uint32))
+        bits = random_bits(seed, permutation, jnp.arange(3 * n, dtype=jnp.uint32))
         permuted = permutation >= 0  # -1: the data as they are
         swap, ties_a, ties_b = jnp.where(permuted, bits, 0).reshape(3, n)
         exchanged = (swap >> 31) == 1
@@ -153,7 +153,7 @@ def _area_between(curve_a: tuple[Array, Array], curve_b: tuple[Array, Array]) ->
 def _unpaired_fields(scores_a, labels_a, scores_b, labels_b, invalid, key, *, num_permutations):
     size_a, size = labels_a.shape[0], labels_a.shape[0] + labels_b.shape[0]
     dtype = validation.float_dtype()
-    seed = _seed_words(key)
+    seed = seed_words(key)
     labels = jnp.concatenate([labels_a, labels_b])
     ranks = jnp.concatenate([_first_ranks(scores_a), _first_ranks(scores_b)])
     mixing = labels.sum().astype(dtype) / size  # the pooled prevalence, kappa
@@ -164,7 +164,7 @@ def _unpaired_fields(scores_a, labels_a, scores_b, labels_b, invalid, key, *, nu
     slot = _inverse(by_class)
 
     def statistic_of(permutation: Array) -> Array:
-        bits = _random_bits(seed, permutation, jnp.arange(2 * size, dtype=jnp.uint32))
+        bits = random_bits(seed, permutation, jnp.arange(2 * size, dtype=jnp.uint32))
         permuted = permutation >= 0  # -1: the data as they are
         shuffle, ties = jnp.where(permuted, bits, 0).reshape(2, size)
         shuffled = jax.lax.sort((labels, shuffle, index), num_keys=2)[2]
