@@ -15,7 +15,6 @@ from jaxmetrics._src.calibration import brier_score as brier_score
 from jaxmetrics._src.calibration import log_loss as log_loss
 from jaxmetrics._src.counts import Counts as Counts
 from jaxmetrics._src.counts import confusion_counts as confusion_counts
-from jaxmetrics._src.counts import safe_divide as safe_divide
 from jaxmetrics._src.curves import PrCurve as PrCurve
 from jaxmetrics._src.curves import RocCurve as RocCurve
 from jaxmetrics._src.curves import precision_recall_curve as precision_recall_curve
@@ -46,6 +45,7 @@ from jaxmetrics._src.multiclass_ranking import (
 )
 from jaxmetrics._src.multiclass_ranking import multiclass_roc_auc as multiclass_roc_auc
 from jaxmetrics._src.multiclass_ranking import top_k_accuracy as top_k_accuracy
+from jaxmetrics._src.numerics import safe_divide as safe_divide
 from jaxmetrics._src.operating_points import OperatingPoint as OperatingPoint
 from jaxmetrics._src.operating_points import RocBand as RocBand
 from jaxmetrics._src.operating_points import (

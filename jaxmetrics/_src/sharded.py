@@ -45,6 +45,7 @@ import numpy as np
 from jax.sharding import PartitionSpec
 
 from jaxmetrics._src import kernels, layouts, validation
+from jaxmetrics._src.numerics import safe_divide
 
 Array = jax.Array
 
@@ -496,7 +497,6 @@ def _curve_on_device(
     block: int,
 ):
     """Inside `shard_map`: this device's block of `block` points of the global curve."""
-    from jaxmetrics._src.counts import safe_divide  # (counts.py imports this module)
 
     devices = jax.lax.axis_size(axes)
     dtype = validation.float_dtype()
