@@ -378,12 +378,7 @@ def test_float64_scores_are_compared_with_the_thresholds_as_given(mode):
     counts = jax.jit(lambda s, y: jm.confusion_counts(s, y, thresholds))(scores, labels)
     assert_counts(counts, expected)
     assert_counts(jm.confusion_counts(scores, labels, thresholds), expected)
-    binary = streaming.ConfusionState.empty(thresholds=thresholds)
-    curve = streaming.BinnedCurve.empty(thresholds=thresholds)
-    for state in (binary.update(scores, labels), update(binary, scores, labels)):
-        assert_counts(state.counts, expected)
-    for state in (curve.update(scores, labels), update(curve, scores, labels)):
-        np.testing.assert_array_equal(state.tp, expected[0])
+    for state in _curves_equal_to(expected, thresholds, scores, labels):
         np.testing.assert_array_equal(state.fp, expected[1])
         result = state.compute()  # a grid holding every score: exact
         assert float(result["roc_auc"]) == pytest.approx(skm.roc_auc_score(labels, scores))
@@ -397,6 +392,19 @@ def test_float64_scores_are_compared_with_the_thresholds_as_given(mode):
     assert update(one, *batch).counts.tp.tolist() == [1]
 
 
+def _curves_equal_to(expected, thresholds, scores, labels):
+    """`ConfusionState` and `BinnedCurve` on `thresholds`, updated eagerly and under jit: their
+    counts equal `expected` (tp, fp, fn, tn); returns the curves for further checks."""
+    binary = streaming.ConfusionState.empty(thresholds=thresholds)
+    curve = streaming.BinnedCurve.empty(thresholds=thresholds)
+    for state in (binary.update(scores, labels), update(binary, scores, labels)):
+        assert_counts(state.counts, expected)
+    curves = [curve.update(scores, labels), update(curve, scores, labels)]
+    for state in curves:
+        np.testing.assert_array_equal(state.tp, expected[0])
+    return curves
+
+
 def test_float32_scores_are_compared_in_their_precision_eagerly_and_under_jit(mode):
     scores, labels = PRECISION_SCORES.astype(np.float32), PRECISION_LABELS
     thresholds = [0.35, 0.5, 0.7]  # 0.35 and 0.7 are not float32 numbers
@@ -404,12 +412,7 @@ def test_float32_scores_are_compared_in_their_precision_eagerly_and_under_jit(mo
     expected = brute_force_counts(scores, labels, thresholds, precision)
     if mode == "x64_off":  # float32(0.7) < 0.7: flagged in float32, not in float64
         assert expected[0][2] > brute_force_counts(scores, labels, thresholds, np.float64)[0][2]
-    binary = streaming.ConfusionState.empty(thresholds=thresholds)
-    curve = streaming.BinnedCurve.empty(thresholds=thresholds)
-    for state in (binary.update(scores, labels), update(binary, scores, labels)):
-        assert_counts(state.counts, expected)
-    for state in (curve.update(scores, labels), update(curve, scores, labels)):
-        np.testing.assert_array_equal(state.tp, expected[0])
+    _curves_equal_to(expected, thresholds, scores, labels)
     as_compared = np.asarray(thresholds, precision)
     assert_counts(jm.confusion_counts(scores, labels, as_compared), expected)
 
