@@ -512,7 +512,7 @@ def report_rows(device):
         for state, target in (("cold", 8.0), ("warm", 4.0)):
             start = time.perf_counter()
             subprocess.run(
-                [sys.executable, "-m", "jaxmetrics._src.cli", "report", "--demo", "--quiet"],
+                [sys.executable, "-m", "jaxmetrics.report.cli", "report", "--demo", "--quiet"],
                 check=True,
                 env=env,
                 capture_output=True,

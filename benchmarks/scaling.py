@@ -5,7 +5,7 @@
 
 Each D runs in a fresh process with D emulated CPU devices (``--xla_force_host_platform_
 device_count``); the scores are split over a 1-D mesh and `jm.roc_auc` and `jm.roc_curve` run
-under `jit`, which takes the distributed sample sort (`jaxmetrics/_src/sharded.py`; the curve
+under `jit`, which takes the distributed sample sort (`jaxmetrics/_src/mesh/sharded.py`; the curve
 stays split over the devices). Per device it reports the
 compiled program's memory (XLA's own accounting: arguments, outputs and temporaries of one
 device's program) and, for comparison, the same for the gather path (the samples made whole on

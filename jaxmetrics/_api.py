@@ -5,107 +5,111 @@
 # `import jaxmetrics as jm` alone
 from jaxmetrics import losses as losses
 from jaxmetrics import streaming as streaming
-from jaxmetrics._src.agreement import cohen_kappa as cohen_kappa
-from jaxmetrics._src.agreement import matthews_corrcoef as matthews_corrcoef
-from jaxmetrics._src.bootstrap import BootstrapResult as BootstrapResult
-from jaxmetrics._src.bootstrap import bootstrap as bootstrap
-from jaxmetrics._src.budget import BudgetChoice as BudgetChoice
-from jaxmetrics._src.budget import budget_threshold as budget_threshold
-from jaxmetrics._src.calibration import brier_score as brier_score
-from jaxmetrics._src.calibration import log_loss as log_loss
-from jaxmetrics._src.counts import Counts as Counts
-from jaxmetrics._src.counts import confusion_counts as confusion_counts
-from jaxmetrics._src.curves import PrCurve as PrCurve
-from jaxmetrics._src.curves import RocCurve as RocCurve
-from jaxmetrics._src.curves import precision_recall_curve as precision_recall_curve
-from jaxmetrics._src.curves import roc_curve as roc_curve
-from jaxmetrics._src.delong import DeLong as DeLong
-from jaxmetrics._src.delong import DeLongTest as DeLongTest
-from jaxmetrics._src.delong import delong as delong
-from jaxmetrics._src.delong import delong_test as delong_test
-from jaxmetrics._src.delong_unpaired import DeLongUnpairedTest as DeLongUnpairedTest
-from jaxmetrics._src.delong_unpaired import delong_test_unpaired as delong_test_unpaired
-from jaxmetrics._src.folds import over_folds as over_folds
-from jaxmetrics._src.intervals import agresti_coull_interval as agresti_coull_interval
-from jaxmetrics._src.intervals import clopper_pearson_interval as clopper_pearson_interval
-from jaxmetrics._src.intervals import hanley_mcneil_standard_error as hanley_mcneil_standard_error
-from jaxmetrics._src.intervals import wilson_interval as wilson_interval
-from jaxmetrics._src.kernels import xla_kernels as xla_kernels
-from jaxmetrics._src.label_ranking import coverage_error as coverage_error
-from jaxmetrics._src.label_ranking import (
+from jaxmetrics._src.core.kernels import xla_kernels as xla_kernels
+from jaxmetrics._src.core.numerics import safe_divide as safe_divide
+from jaxmetrics._src.metrics.agreement import cohen_kappa as cohen_kappa
+from jaxmetrics._src.metrics.agreement import matthews_corrcoef as matthews_corrcoef
+from jaxmetrics._src.metrics.budget import BudgetChoice as BudgetChoice
+from jaxmetrics._src.metrics.budget import budget_threshold as budget_threshold
+from jaxmetrics._src.metrics.calibration import brier_score as brier_score
+from jaxmetrics._src.metrics.calibration import log_loss as log_loss
+from jaxmetrics._src.metrics.counts import Counts as Counts
+from jaxmetrics._src.metrics.counts import confusion_counts as confusion_counts
+from jaxmetrics._src.metrics.curves import PrCurve as PrCurve
+from jaxmetrics._src.metrics.curves import RocCurve as RocCurve
+from jaxmetrics._src.metrics.curves import precision_recall_curve as precision_recall_curve
+from jaxmetrics._src.metrics.curves import roc_curve as roc_curve
+from jaxmetrics._src.metrics.folds import over_folds as over_folds
+from jaxmetrics._src.metrics.label_ranking import coverage_error as coverage_error
+from jaxmetrics._src.metrics.label_ranking import (
     label_ranking_average_precision as label_ranking_average_precision,
 )
-from jaxmetrics._src.label_ranking import label_ranking_loss as label_ranking_loss
-from jaxmetrics._src.multiclass import ClassificationReport as ClassificationReport
-from jaxmetrics._src.multiclass import classification_report as classification_report
-from jaxmetrics._src.multiclass import confusion_matrix as confusion_matrix
-from jaxmetrics._src.multiclass import one_vs_rest as one_vs_rest
-from jaxmetrics._src.multiclass_ranking import (
+from jaxmetrics._src.metrics.label_ranking import label_ranking_loss as label_ranking_loss
+from jaxmetrics._src.metrics.multiclass import ClassificationReport as ClassificationReport
+from jaxmetrics._src.metrics.multiclass import classification_report as classification_report
+from jaxmetrics._src.metrics.multiclass import confusion_matrix as confusion_matrix
+from jaxmetrics._src.metrics.multiclass import one_vs_rest as one_vs_rest
+from jaxmetrics._src.metrics.multiclass_ranking import (
     multiclass_average_precision as multiclass_average_precision,
 )
-from jaxmetrics._src.multiclass_ranking import multiclass_roc_auc as multiclass_roc_auc
-from jaxmetrics._src.multiclass_ranking import top_k_accuracy as top_k_accuracy
-from jaxmetrics._src.numerics import safe_divide as safe_divide
-from jaxmetrics._src.operating_points import OperatingPoint as OperatingPoint
-from jaxmetrics._src.operating_points import RocBand as RocBand
-from jaxmetrics._src.operating_points import (
+from jaxmetrics._src.metrics.multiclass_ranking import multiclass_roc_auc as multiclass_roc_auc
+from jaxmetrics._src.metrics.multiclass_ranking import top_k_accuracy as top_k_accuracy
+from jaxmetrics._src.metrics.operating_points import OperatingPoint as OperatingPoint
+from jaxmetrics._src.metrics.operating_points import RocBand as RocBand
+from jaxmetrics._src.metrics.operating_points import (
     closest_to_corner_threshold as closest_to_corner_threshold,
 )
-from jaxmetrics._src.operating_points import roc_band as roc_band
-from jaxmetrics._src.operating_points import (
+from jaxmetrics._src.metrics.operating_points import roc_band as roc_band
+from jaxmetrics._src.metrics.operating_points import (
     sensitivity_at_specificity as sensitivity_at_specificity,
 )
-from jaxmetrics._src.operating_points import (
+from jaxmetrics._src.metrics.operating_points import (
     specificity_at_sensitivity as specificity_at_sensitivity,
 )
-from jaxmetrics._src.operating_points import youden_threshold as youden_threshold
-from jaxmetrics._src.paired import BootstrapTest as BootstrapTest
-from jaxmetrics._src.paired import PairedDifference as PairedDifference
-from jaxmetrics._src.paired import UnpairedDifference as UnpairedDifference
-from jaxmetrics._src.paired import bootstrap_test as bootstrap_test
-from jaxmetrics._src.paired import paired_difference as paired_difference
-from jaxmetrics._src.paired import unpaired_difference as unpaired_difference
-from jaxmetrics._src.partial_auc import partial_roc_auc as partial_roc_auc
-from jaxmetrics._src.power import SampleSize as SampleSize
-from jaxmetrics._src.power import auc_power as auc_power
-from jaxmetrics._src.power import auc_sample_size as auc_sample_size
-from jaxmetrics._src.power import delong_power as delong_power
-from jaxmetrics._src.power import delong_sample_size as delong_sample_size
-from jaxmetrics._src.ranking import average_precision as average_precision
-from jaxmetrics._src.ranking import precision_at_k as precision_at_k
-from jaxmetrics._src.ranking import roc_auc as roc_auc
-from jaxmetrics._src.rates import accuracy as accuracy
-from jaxmetrics._src.rates import balanced_accuracy as balanced_accuracy
-from jaxmetrics._src.rates import f_beta as f_beta
-from jaxmetrics._src.rates import false_positive_rate as false_positive_rate
-from jaxmetrics._src.rates import precision as precision
-from jaxmetrics._src.rates import recall as recall
-from jaxmetrics._src.rates import specificity as specificity
-from jaxmetrics._src.regression import mean_absolute_error as mean_absolute_error
-from jaxmetrics._src.regression import r2_score as r2_score
-from jaxmetrics._src.regression import root_mean_squared_error as root_mean_squared_error
-from jaxmetrics._src.reliability import ReliabilityBins as ReliabilityBins
-from jaxmetrics._src.reliability import ReliabilityTable as ReliabilityTable
-from jaxmetrics._src.reliability import expected_calibration_error as expected_calibration_error
-from jaxmetrics._src.reliability import reliability_bins as reliability_bins
-from jaxmetrics._src.reliability import reliability_table as reliability_table
-from jaxmetrics._src.resampling import resample_weights as resample_weights
-from jaxmetrics._src.retrieval import average_precision_at_k as average_precision_at_k
-from jaxmetrics._src.retrieval import hit_rate_at_k as hit_rate_at_k
-from jaxmetrics._src.retrieval import ndcg as ndcg
-from jaxmetrics._src.retrieval import query_mean as query_mean
-from jaxmetrics._src.retrieval import r_precision as r_precision
-from jaxmetrics._src.retrieval import recall_at_k as recall_at_k
-from jaxmetrics._src.retrieval import reciprocal_rank as reciprocal_rank
-from jaxmetrics._src.thresholds import ThresholdChoice as ThresholdChoice
-from jaxmetrics._src.thresholds import bayes_threshold as bayes_threshold
-from jaxmetrics._src.thresholds import max_f_beta as max_f_beta
-from jaxmetrics._src.thresholds import min_expected_cost as min_expected_cost
-from jaxmetrics._src.thresholds import precision_at_recall as precision_at_recall
-from jaxmetrics._src.thresholds import recall_at_precision as recall_at_precision
-from jaxmetrics._src.venkatraman import VenkatramanTest as VenkatramanTest
-from jaxmetrics._src.venkatraman import venkatraman_test as venkatraman_test
-from jaxmetrics._src.venkatraman import venkatraman_test_unpaired as venkatraman_test_unpaired
+from jaxmetrics._src.metrics.operating_points import youden_threshold as youden_threshold
+from jaxmetrics._src.metrics.partial_auc import partial_roc_auc as partial_roc_auc
+from jaxmetrics._src.metrics.ranking import average_precision as average_precision
+from jaxmetrics._src.metrics.ranking import precision_at_k as precision_at_k
+from jaxmetrics._src.metrics.ranking import roc_auc as roc_auc
+from jaxmetrics._src.metrics.rates import accuracy as accuracy
+from jaxmetrics._src.metrics.rates import balanced_accuracy as balanced_accuracy
+from jaxmetrics._src.metrics.rates import f_beta as f_beta
+from jaxmetrics._src.metrics.rates import false_positive_rate as false_positive_rate
+from jaxmetrics._src.metrics.rates import precision as precision
+from jaxmetrics._src.metrics.rates import recall as recall
+from jaxmetrics._src.metrics.rates import specificity as specificity
+from jaxmetrics._src.metrics.regression import mean_absolute_error as mean_absolute_error
+from jaxmetrics._src.metrics.regression import r2_score as r2_score
+from jaxmetrics._src.metrics.regression import root_mean_squared_error as root_mean_squared_error
+from jaxmetrics._src.metrics.reliability import ReliabilityBins as ReliabilityBins
+from jaxmetrics._src.metrics.reliability import ReliabilityTable as ReliabilityTable
+from jaxmetrics._src.metrics.reliability import (
+    expected_calibration_error as expected_calibration_error,
+)
+from jaxmetrics._src.metrics.reliability import reliability_bins as reliability_bins
+from jaxmetrics._src.metrics.reliability import reliability_table as reliability_table
+from jaxmetrics._src.metrics.retrieval import average_precision_at_k as average_precision_at_k
+from jaxmetrics._src.metrics.retrieval import hit_rate_at_k as hit_rate_at_k
+from jaxmetrics._src.metrics.retrieval import ndcg as ndcg
+from jaxmetrics._src.metrics.retrieval import query_mean as query_mean
+from jaxmetrics._src.metrics.retrieval import r_precision as r_precision
+from jaxmetrics._src.metrics.retrieval import recall_at_k as recall_at_k
+from jaxmetrics._src.metrics.retrieval import reciprocal_rank as reciprocal_rank
+from jaxmetrics._src.metrics.thresholds import ThresholdChoice as ThresholdChoice
+from jaxmetrics._src.metrics.thresholds import bayes_threshold as bayes_threshold
+from jaxmetrics._src.metrics.thresholds import max_f_beta as max_f_beta
+from jaxmetrics._src.metrics.thresholds import min_expected_cost as min_expected_cost
+from jaxmetrics._src.metrics.thresholds import precision_at_recall as precision_at_recall
+from jaxmetrics._src.metrics.thresholds import recall_at_precision as recall_at_precision
+from jaxmetrics._src.stats.bootstrap import BootstrapResult as BootstrapResult
+from jaxmetrics._src.stats.bootstrap import bootstrap as bootstrap
+from jaxmetrics._src.stats.delong import DeLong as DeLong
+from jaxmetrics._src.stats.delong import DeLongTest as DeLongTest
+from jaxmetrics._src.stats.delong import delong as delong
+from jaxmetrics._src.stats.delong import delong_test as delong_test
+from jaxmetrics._src.stats.delong_unpaired import DeLongUnpairedTest as DeLongUnpairedTest
+from jaxmetrics._src.stats.delong_unpaired import delong_test_unpaired as delong_test_unpaired
+from jaxmetrics._src.stats.intervals import agresti_coull_interval as agresti_coull_interval
+from jaxmetrics._src.stats.intervals import clopper_pearson_interval as clopper_pearson_interval
+from jaxmetrics._src.stats.intervals import (
+    hanley_mcneil_standard_error as hanley_mcneil_standard_error,
+)
+from jaxmetrics._src.stats.intervals import wilson_interval as wilson_interval
+from jaxmetrics._src.stats.paired import BootstrapTest as BootstrapTest
+from jaxmetrics._src.stats.paired import PairedDifference as PairedDifference
+from jaxmetrics._src.stats.paired import UnpairedDifference as UnpairedDifference
+from jaxmetrics._src.stats.paired import bootstrap_test as bootstrap_test
+from jaxmetrics._src.stats.paired import paired_difference as paired_difference
+from jaxmetrics._src.stats.paired import unpaired_difference as unpaired_difference
+from jaxmetrics._src.stats.power import SampleSize as SampleSize
+from jaxmetrics._src.stats.power import auc_power as auc_power
+from jaxmetrics._src.stats.power import auc_sample_size as auc_sample_size
+from jaxmetrics._src.stats.power import delong_power as delong_power
+from jaxmetrics._src.stats.power import delong_sample_size as delong_sample_size
+from jaxmetrics._src.stats.resampling import resample_weights as resample_weights
+from jaxmetrics._src.stats.venkatraman import VenkatramanTest as VenkatramanTest
+from jaxmetrics._src.stats.venkatraman import venkatraman_test as venkatraman_test
+from jaxmetrics._src.stats.venkatraman import venkatraman_test_unpaired as venkatraman_test_unpaired
 
 __all__ = [
     "BootstrapResult",

@@ -1,26 +1,26 @@
 """Differentiable surrogates of jaxmetrics' metrics, as optax-style training losses."""
 
-from jaxmetrics._src.batches import balanced_batches as balanced_batches
-from jaxmetrics._src.listwise_losses import approx_ndcg_loss as approx_ndcg_loss
-from jaxmetrics._src.listwise_losses import listnet_loss as listnet_loss
-from jaxmetrics._src.losses import soft_counts as soft_counts
-from jaxmetrics._src.losses import soft_f_beta_loss as soft_f_beta_loss
-from jaxmetrics._src.losses import soft_precision as soft_precision
-from jaxmetrics._src.losses import soft_recall as soft_recall
-from jaxmetrics._src.partial_auc_losses import partial_auc_loss as partial_auc_loss
-from jaxmetrics._src.partial_auc_losses import two_way_partial_auc_loss as two_way_partial_auc_loss
-from jaxmetrics._src.ranking_losses import AucMarginState as AucMarginState
-from jaxmetrics._src.ranking_losses import auc_margin_loss as auc_margin_loss
-from jaxmetrics._src.ranking_losses import auc_margin_objective as auc_margin_objective
-from jaxmetrics._src.ranking_losses import pairwise_auc_loss as pairwise_auc_loss
-from jaxmetrics._src.ranking_losses import (
+from jaxmetrics._src.losses.batches import balanced_batches as balanced_batches
+from jaxmetrics._src.losses.listwise import approx_ndcg_loss as approx_ndcg_loss
+from jaxmetrics._src.losses.listwise import listnet_loss as listnet_loss
+from jaxmetrics._src.losses.partial_auc import partial_auc_loss as partial_auc_loss
+from jaxmetrics._src.losses.partial_auc import two_way_partial_auc_loss as two_way_partial_auc_loss
+from jaxmetrics._src.losses.ranking import AucMarginState as AucMarginState
+from jaxmetrics._src.losses.ranking import auc_margin_loss as auc_margin_loss
+from jaxmetrics._src.losses.ranking import auc_margin_objective as auc_margin_objective
+from jaxmetrics._src.losses.ranking import pairwise_auc_loss as pairwise_auc_loss
+from jaxmetrics._src.losses.ranking import (
     recall_at_precision_objective as recall_at_precision_objective,
 )
-from jaxmetrics._src.ranking_losses import smooth_ap_loss as smooth_ap_loss
-from jaxmetrics._src.stateful_losses import SoapState as SoapState
-from jaxmetrics._src.stateful_losses import compositional_auc_loss as compositional_auc_loss
-from jaxmetrics._src.stateful_losses import multilabel_auc_margin_loss as multilabel_auc_margin_loss
-from jaxmetrics._src.stateful_losses import soap_loss as soap_loss
+from jaxmetrics._src.losses.ranking import smooth_ap_loss as smooth_ap_loss
+from jaxmetrics._src.losses.soft import soft_counts as soft_counts
+from jaxmetrics._src.losses.soft import soft_f_beta_loss as soft_f_beta_loss
+from jaxmetrics._src.losses.soft import soft_precision as soft_precision
+from jaxmetrics._src.losses.soft import soft_recall as soft_recall
+from jaxmetrics._src.losses.stateful import SoapState as SoapState
+from jaxmetrics._src.losses.stateful import compositional_auc_loss as compositional_auc_loss
+from jaxmetrics._src.losses.stateful import multilabel_auc_margin_loss as multilabel_auc_margin_loss
+from jaxmetrics._src.losses.stateful import soap_loss as soap_loss
 
 __all__ = [
     "AucMarginState",

@@ -12,7 +12,7 @@ from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec  # noqa: E
 
 import jaxmetrics as jm  # noqa: E402
 from jaxmetrics import streaming  # noqa: E402
-from jaxmetrics._src import bootstrap  # noqa: E402
+from jaxmetrics._src.stats import bootstrap  # noqa: E402
 
 assert jax.device_count() == 4, jax.devices()
 mesh = jax.make_mesh((4,), ("devices",))
@@ -92,7 +92,7 @@ print("8 models split over 4 devices == one device")
 # 4. exact AUC / AP of scores split over the mesh: the distributed sample sort
 from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve  # noqa: E402
 
-from jaxmetrics._src import sharded  # noqa: E402
+from jaxmetrics._src.mesh import sharded  # noqa: E402
 
 
 def split_layout(values):

@@ -22,7 +22,7 @@ import pytest
 import jaxmetrics
 
 ROOT = Path(__file__).resolve().parents[1]
-COMMAND = [sys.executable, "-m", "jaxmetrics._src.cli"]
+COMMAND = [sys.executable, "-m", "jaxmetrics.report.cli"]
 
 
 def environment(**changes):
@@ -274,9 +274,9 @@ def test_internal_errors_exit_1_with_one_line(tmp_path):
     (tmp_path / "data.csv").write_text(CSV)
     script = (
         "import sys\n"
-        "from jaxmetrics._src import cli\n"
-        "import jaxmetrics._src.report.evaluate\n"
-        "evaluate = sys.modules['jaxmetrics._src.report.evaluate']\n"
+        "from jaxmetrics.report import cli\n"
+        "import jaxmetrics.report.evaluate\n"
+        "evaluate = sys.modules['jaxmetrics.report.evaluate']\n"
         "def broken(*args, **kwargs):\n"
         "    raise RuntimeError('engine failure\\nwith a second line')\n"
         "evaluate.evaluate = broken\n"
@@ -311,7 +311,7 @@ def test_bad_input_fails_before_jax_starts(tmp_path):
     (tmp_path / "data.csv").write_text("y,s\n1,0.9\n0,1e39\n")
     script = (
         "import sys\n"
-        "from jaxmetrics._src import cli\n"
+        "from jaxmetrics.report import cli\n"
         "status = cli.main(sys.argv[1:])\n"
         "assert 'jax' not in sys.modules, 'JAX was imported'\n"
         "sys.exit(status)\n"

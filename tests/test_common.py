@@ -266,7 +266,8 @@ def test_padding_to_a_bucket_is_invisible(rng):
 def test_the_xla_kernels_give_the_same_results(rng, monkeypatch):
     # `jm.xla_kernels()` forces the GPU/TPU branch (XLA's sort, scans and scatter) on this CPU:
     # every registered metric, DeLong and a bootstrap equal the default (host-callback) branch
-    from jaxmetrics._src import resampling, sorting
+    from jaxmetrics._src.core import sorting
+    from jaxmetrics._src.stats import resampling
 
     cases = {name: problem(rng, metric.kind, batch=(2,)) for name, metric in METRICS.items()}
     scores, labels, _ = problem(rng, "binary", n=60)

@@ -14,9 +14,9 @@ import pytest
 from scipy import stats
 
 import jaxmetrics as jm
-from jaxmetrics._src import venkatraman as venkatraman_module
-from jaxmetrics._src.paired import bootstrap_test, unpaired_difference
-from jaxmetrics._src.venkatraman import venkatraman_test, venkatraman_test_unpaired
+from jaxmetrics._src.stats import venkatraman as venkatraman_module
+from jaxmetrics._src.stats.paired import bootstrap_test, unpaired_difference
+from jaxmetrics._src.stats.venkatraman import venkatraman_test, venkatraman_test_unpaired
 
 ASAH = np.genfromtxt(Path(__file__).parent / "data" / "asah.csv", delimiter=",", names=True)
 LABELS = ASAH["poor_outcome"].astype(np.int32)

@@ -8,7 +8,7 @@ import pytest
 import sklearn.metrics as skm
 
 import jaxmetrics as jm
-from jaxmetrics._src import host_kernels
+from jaxmetrics._src.core import host_kernels
 
 pytestmark = pytest.mark.skipif(jax.default_backend() != "cpu", reason="CPU kernels")
 

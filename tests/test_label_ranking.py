@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn import metrics as skm
 
-from jaxmetrics._src.label_ranking import (
+from jaxmetrics._src.metrics.label_ranking import (
     coverage_error,
     label_ranking_average_precision,
     label_ranking_loss,

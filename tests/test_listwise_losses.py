@@ -7,7 +7,7 @@ import pytest
 from jax.test_util import check_grads
 
 import jaxmetrics as jm
-from jaxmetrics._src.listwise_losses import approx_ndcg_loss, listnet_loss
+from jaxmetrics._src.losses.listwise import approx_ndcg_loss, listnet_loss
 
 LOSSES = {"approx_ndcg": approx_ndcg_loss, "listnet": listnet_loss}
 

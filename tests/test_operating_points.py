@@ -9,7 +9,7 @@ import pytest
 from conftest import tied_problem
 
 import jaxmetrics as jm
-from jaxmetrics._src.operating_points import (
+from jaxmetrics._src.metrics.operating_points import (
     closest_to_corner_threshold,
     roc_band,
     sensitivity_at_specificity,

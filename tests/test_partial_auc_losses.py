@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxmetrics._src.partial_auc_losses import partial_auc_loss, two_way_partial_auc_loss
-from jaxmetrics._src.ranking_losses import pairwise_auc_loss
+from jaxmetrics._src.losses.partial_auc import partial_auc_loss, two_way_partial_auc_loss
+from jaxmetrics._src.losses.ranking import pairwise_auc_loss
 
 SURROGATES = ("logistic", "hinge", "squared_hinge", "sigmoid")
 # one of each way to sum the pairs: prefix sums (the hinge family), blocks of rows (the others)

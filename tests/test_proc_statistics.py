@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from jaxmetrics._src.delong import delong, delong_test
-from jaxmetrics._src.delong_unpaired import delong_test_unpaired
-from jaxmetrics._src.partial_auc import partial_roc_auc
-from jaxmetrics._src.power import auc_power, auc_sample_size, delong_power, delong_sample_size
-from jaxmetrics._src.ranking import roc_auc
+from jaxmetrics._src.metrics.partial_auc import partial_roc_auc
+from jaxmetrics._src.metrics.ranking import roc_auc
+from jaxmetrics._src.stats.delong import delong, delong_test
+from jaxmetrics._src.stats.delong_unpaired import delong_test_unpaired
+from jaxmetrics._src.stats.power import auc_power, auc_sample_size, delong_power, delong_sample_size
 
 ASAH = np.genfromtxt(Path(__file__).parent / "data" / "asah.csv", delimiter=",", names=True)
 LABELS = ASAH["poor_outcome"].astype(np.int32)
@@ -494,7 +494,7 @@ def unpaired_oracle(scores_a, labels_a, scores_b, labels_b, confidence=0.95):
 
 
 def test_t_distribution_tails_at_any_degrees_of_freedom():
-    from jaxmetrics._src.delong_unpaired import _t_p_value, _t_quantile
+    from jaxmetrics._src.stats.delong_unpaired import _t_p_value, _t_quantile
 
     df = np.array([1.0, 2.5, 12.0, 111.0, 299.0, 999.0, 5e3, 1e6], np.float32)
     statistics = np.array([0.01, 0.7, 2.0, 4.5], np.float32)[:, None]

@@ -26,12 +26,11 @@ from sklearn import calibration as sk_calibration
 from sklearn import metrics as sk
 
 import jaxmetrics as jm
-from jaxmetrics._src import cli
-from jaxmetrics._src.report import ReportError, demo_data, load_table, plots, render
-from jaxmetrics._src.report.evaluate import evaluate
+from jaxmetrics.report import ReportError, cli, demo_data, load_table, plots, render
+from jaxmetrics.report.evaluate import evaluate
 
 report_modules = {
-    name: sys.modules[f"jaxmetrics._src.report.{name}"]
+    name: sys.modules[f"jaxmetrics.report.{name}"]
     for name in ("command", "evaluate", "plots", "read", "render", "result")
 }
 N = 200  # every data set here has this many rows and two score columns: one compiled shape
@@ -690,7 +689,7 @@ def _demo_table_and_metadata(two_models, resamples):
 def test_an_error_of_the_ranking_thread_reaches_the_caller(two_models, monkeypatch):
     """The bootstrap runs on a thread of its own (`evaluate`): what it raises, `evaluate`
     raises, with the same exception."""
-    module = sys.modules["jaxmetrics._src.report.evaluate"]
+    module = sys.modules["jaxmetrics.report.evaluate"]
     failure = RuntimeError("the ranking failed")
 
     def broken(*args, **kwargs):
@@ -707,7 +706,7 @@ def test_an_error_of_the_main_thread_stops_the_ranking_thread(two_models, monkey
     next step instead of leaving it running."""
     import threading
 
-    module = sys.modules["jaxmetrics._src.report.evaluate"]
+    module = sys.modules["jaxmetrics.report.evaluate"]
     started = threading.Event()
     ranking = module.evaluate_ranking
 

@@ -6,7 +6,7 @@ from scipy import stats
 from sklearn import metrics as skm
 
 import jaxmetrics as jm
-from jaxmetrics._src.resampling import resample_weights
+from jaxmetrics._src.stats.resampling import resample_weights
 
 
 def binormal(rng, n=300, prevalence=0.3):
@@ -41,7 +41,7 @@ def test_multinomial_weights_are_resamples_and_auc_matches_explicit_resampling(r
 def test_multinomial_counts_have_the_multinomial_law(n, rate):
     # oracle: n uniform draws with replacement give counts with Binomial(n, 1/n) marginals,
     # covariance -1/n between two samples, and a total of exactly n
-    from jaxmetrics._src import resampling
+    from jaxmetrics._src.stats import resampling
 
     seed = resampling.seed_words(jax.random.key(5))
     draw = jax.jit(jax.vmap(lambda r: resampling._multinomial(seed, r, n, rate)))
@@ -90,7 +90,7 @@ def test_an_estimate_from_a_padding_slot_equals_the_eager_estimate(rng, monkeypa
     """A metric marked `estimate_in_loop` (the report's panel) gets its estimate from a padding
     slot of the last compiled call (a resample of unit weights) instead of an eager call: the
     same estimate, the same resamples and interval; without padding it calls the metric."""
-    from jaxmetrics._src import bootstrap
+    from jaxmetrics._src.stats import bootstrap
 
     scores, labels = binormal(rng, n=120)
     scores = np.round(scores, 1)  # ties
@@ -137,7 +137,7 @@ def test_resamples_through_xla_kernels_equal_those_through_host_kernels(rng, mon
     """Under `xla_kernels` (the GPU/TPU path: XLA's own sort, scans and scatter) the bootstrap
     draws the same resamples and gets the same values as through the CPU's numpy kernels, for
     plain, stratified and Poisson resampling."""
-    from jaxmetrics._src import sorting
+    from jaxmetrics._src.core import sorting
 
     scores, labels = binormal(rng, n=300)
     scores = np.round(scores, 1)  # ties

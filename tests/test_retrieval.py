@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from sklearn import metrics as skm
 
-from jaxmetrics._src.retrieval import (
+from jaxmetrics._src.metrics.retrieval import (
     average_precision_at_k,
     hit_rate_at_k,
     ndcg,

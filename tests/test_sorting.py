@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import jaxmetrics as jm
-from jaxmetrics._src import sorting
+from jaxmetrics._src.core import sorting
 
 
 def test_host_and_device_ranking_find_the_same_groups(rng):
@@ -94,7 +94,7 @@ def test_host_tie_groups_equal_a_direct_oracle(levels):
 def test_small_eager_programs_are_compiled_for_a_fast_compile_with_the_same_results(monkeypatch):
     """`kernels.sample_jit`: small samples eagerly on the CPU take the fast-compile program, large
     ones and calls inside a caller's trace the optimised one; the results are the same."""
-    from jaxmetrics._src import kernels
+    from jaxmetrics._src.core import kernels
 
     def running_sum_of_sorted(x):
         return jnp.cumsum(jnp.sort(x), axis=-1)

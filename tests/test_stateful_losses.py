@@ -8,9 +8,9 @@ import optax
 import pytest
 
 import jaxmetrics as jm
-from jaxmetrics._src.batches import balanced_batches
-from jaxmetrics._src.ranking_losses import AucMarginState, auc_margin_objective
-from jaxmetrics._src.stateful_losses import (
+from jaxmetrics._src.losses.batches import balanced_batches
+from jaxmetrics._src.losses.ranking import AucMarginState, auc_margin_objective
+from jaxmetrics._src.losses.stateful import (
     SoapState,
     compositional_auc_loss,
     multilabel_auc_margin_loss,

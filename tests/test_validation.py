@@ -135,7 +135,7 @@ def test_paired_difference_refuses_a_missing_model(rng):
 
 def test_eager_calls_reuse_one_compilation_per_bucket(rng):
     # zero-weight padding never creates a point: a padded call equals the unpadded one under jit
-    from jaxmetrics._src import recipe
+    from jaxmetrics._src.mesh import recipe
 
     for n in (5, 33, 100, 1000, 1025):
         assert recipe.bucket_size(n) >= n and recipe.bucket_size(n) <= max(32, 1.25 * n)
@@ -204,7 +204,7 @@ def test_empty_class_probabilities_are_named_in_their_own_layout():
 def test_labels_first_in_scikit_learns_order_is_warned_once(monkeypatch):
     """`jm.roc_auc(y, hard_predictions)` is valid input in the wrong order: both arrays are 0/1
     integers, and it gave 0.667 for 0.705 without a word (issue 25, item 14)."""
-    from jaxmetrics._src import validation
+    from jaxmetrics._src.core import validation
 
     monkeypatch.setattr(validation, "_swap_warned", False)
     labels = np.array([0, 1, 1, 0, 1, 0, 0, 1])

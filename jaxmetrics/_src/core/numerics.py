@@ -1,0 +1,58 @@
+"""Numerics shared by every layer: `safe_divide`, the one division of the library."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+from jaxmetrics._src.core import validation
+from jaxmetrics._src.core.typing import Array, ArrayLike
+
+
+def safe_divide(
+    numerator: ArrayLike, denominator: ArrayLike, zero_division: float = math.nan
+) -> Array:
+    r"""Elementwise ``numerator / denominator`` in float, `zero_division` where it divides by 0.
+
+    The one division of the library: every rate goes through it, so undefined values behave the
+    same everywhere. Its `zero_division` is scikit-learn's option of the same name (its rates
+    take ``0.0``, ``1.0`` or ``np.nan``), with NaN as the default.
+
+    .. math:: \mathrm{safe\_divide}(a, b) = \begin{cases} a / b & b \ne 0 \\
+              \mathrm{zero\_division} & b = 0 \end{cases}
+
+    Conventions: any numerator over a zero denominator gives `zero_division`, never ``inf``. The
+    result is float32 (float64 when `jax_enable_x64` is on) and a true, correctly rounded
+    division, not a product with a reciprocal, so it is exact wherever the ratio is
+    representable (``41 / 41`` is exactly 1 and an ROC curve ends at exactly (1, 1)).
+
+    Args:
+      numerator: an array of any shape, broadcasting against `denominator`.
+      denominator: an array of any shape, broadcasting against `numerator`.
+      zero_division: the value where the denominator is 0; NaN by default.
+
+    Returns:
+      A float array of the broadcast shape of `numerator` and `denominator`.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import jaxmetrics as jm
+      >>> [float(x) for x in jm.safe_divide(jnp.array([1, 2]), jnp.array([4, 0]))]
+      [0.25, nan]
+      >>> float(jm.safe_divide(2, 0, zero_division=0.0))
+      0.0
+    """
+    dtype = validation.float_dtype()
+    numerator = jnp.asarray(numerator, dtype)
+    denominator = jnp.asarray(denominator, dtype)
+    shape = jnp.broadcast_shapes(numerator.shape, denominator.shape)
+    empty = denominator == 0
+    # XLA rewrites a division by a broadcast scalar as a product with its reciprocal, which is
+    # not exact (41/41 would be 0.99999994); the barrier keeps it a true, correctly rounded
+    # division, so a rate is exact wherever the ratio is representable.
+    safe = jax.lax.optimization_barrier(
+        jnp.broadcast_to(jnp.where(empty, jnp.ones_like(denominator), denominator), shape)
+    )
+    return jnp.where(empty, jnp.asarray(zero_division, dtype), numerator / safe)

@@ -1,0 +1,2 @@
+"""Differentiable surrogates of the metrics, as training losses (published as
+`jaxmetrics.losses`)."""

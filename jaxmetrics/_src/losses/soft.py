@@ -1,0 +1,291 @@
+"""Soft confusion counts and the losses read off them (soft F-beta, precision, recall), with the
+input check every training loss shares; the ranking losses are in `ranking_losses`.
+
+Every loss takes predictions first (logits or probabilities), then 0/1 labels, with keyword-only
+options; samples lie on the last axis and leading axes are batch axes, so a loss returns one value
+per leading index (call ``.mean()`` to train on several at once). An optional `sample_weight`
+(0 for padding) makes padded batches exact. Batches without positives or without negatives follow
+each loss's documented rule.
+
+Bad input as for the metrics: a NaN/inf prediction, a label other than 0/1 or a negative or
+non-finite weight raises `ValueError` when the values are concrete, and makes that batch
+element's loss NaN under jit/grad (padding therefore needs valid labels, with weight 0). Float
+options (`temperature`, `margin`, `beta`, ...) may be traced, e.g. a schedule inside a jitted
+step: a bad value raises `ValueError` when concrete and makes the loss NaN when traced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmetrics._src.core import validation
+from jaxmetrics._src.core.typing import Array, ArrayLike
+from jaxmetrics._src.metrics import rates as rates_lib
+from jaxmetrics._src.metrics.counts import Counts, safe_divide
+
+
+def loss_inputs(
+    predictions: ArrayLike, labels: ArrayLike, sample_weight: ArrayLike | None, name: str
+) -> tuple[Array, Array, Array, Array]:
+    """(predictions, labels, weights) as float arrays, and `invalid` of the batch shape.
+
+    `name` is the predictions' argument name ("logits" or "probs"), used in every error.
+    """
+    predictions = validation.as_scores(predictions, name, host=True)
+    labels = validation.as_real_array(labels, "labels", host=True)
+    weights = (
+        None
+        if sample_weight is None
+        else validation.as_real_array(sample_weight, "sample_weight", host=True)
+    )
+    batch_shape = validation.sample_axis_shapes(
+        [(name, predictions), ("labels", labels), ("sample_weight", weights)]
+    )
+    invalid = validation.check_values(
+        predictions, name, validation.not_finite, "be finite"
+    ) | validation.check_binary_labels(labels)
+    dtype = predictions.dtype
+    if weights is None:
+        weights = jnp.ones(labels.shape, dtype)
+    else:
+        invalid = invalid | validation.check_weights(weights)
+        weights = jnp.asarray(weights).astype(dtype)
+    invalid = jnp.broadcast_to(invalid, batch_shape)
+    return jnp.asarray(predictions), jnp.asarray(labels).astype(dtype), weights, invalid
+
+
+def option_flag(
+    value: Any, name: str, is_bad: Callable[[Any], Any], expected: str
+) -> np.ndarray | Array:
+    """Check a float option (`temperature`, `margin`, ...), which may be traced.
+
+    Concrete: raise ``ValueError("`name` must <expected>; got <value>.")`` where `is_bad`, and
+    return ``np.False_``. Traced (a schedule inside a jitted step): return `is_bad` of it, a
+    scalar bool that the caller ORs into `invalid`, so that the loss is NaN. `is_bad` uses
+    comparisons only, which work on numpy and jnp alike (NaN fails every one of them).
+    """
+    if isinstance(value, jax.core.Tracer):
+        if value.ndim != 0:
+            raise ValueError(f"`{name}` must be a scalar; got shape {tuple(value.shape)}.")
+        return jnp.asarray(is_bad(value))
+    # numpy reads "0.9" and True as numbers: refuse them rather than take them silently
+    if value is None or isinstance(value, bool | np.bool_ | str | bytes):
+        raise TypeError(f"`{name}` must be a number; got {value!r}.")
+    try:
+        host = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"`{name}` must be a number; got {value!r}.") from None
+    if host.ndim != 0:
+        raise ValueError(f"`{name}` must be a scalar; got shape {host.shape}.")
+    if is_bad(host):
+        found = value if type(value) in (int, float) else host.item()  # not np.float64(..)
+        raise ValueError(f"`{name}` must {expected}; got {found!r}.")
+    return np.False_
+
+
+def check_temperature(temperature: float) -> np.ndarray | Array:
+    """`option_flag` of a temperature: finite and > 0 (at inf, ``l / T`` is 0 and ``T l / T``
+    is NaN)."""
+    return option_flag(temperature, "temperature", not_positive_finite, "be > 0 and finite")
+
+
+def check_finite_option(value: float, name: str) -> np.ndarray | Array:
+    """`option_flag` of an option that may be any finite real (`margin`, `threshold`)."""
+    return option_flag(value, name, validation.not_finite, "be finite")
+
+
+def not_positive_finite(value: Any) -> Any:
+    return ~((value > 0) & (value < np.inf))
+
+
+def soft_counts(
+    logits: ArrayLike,
+    labels: ArrayLike,
+    *,
+    temperature: float = 1.0,
+    threshold: float = 0.0,
+    sample_weight: ArrayLike | None = None,
+) -> Counts:
+    r"""Confusion counts with each decision relaxed to ``sigmoid((logit - threshold) / T)``.
+
+    The differentiable counterpart of `jaxmetrics.confusion_counts` at one threshold: as the
+    temperature T goes to 0 the counts become the hard counts of ``logit >= threshold``. Feed
+    them to any rate: ``jm.precision(soft_counts(...))`` is soft precision.
+
+    .. math:: TP = \sum_i w_i y_i \sigma_i, \quad FP = \sum_i w_i (1 - y_i) \sigma_i, \quad
+              FN = \sum_i w_i y_i (1 - \sigma_i), \quad TN = \sum_i w_i (1 - y_i)(1 - \sigma_i)
+
+    with ``sigma_i = sigmoid((s_i - threshold) / T)``.
+
+    Conventions: a logit exactly at the threshold counts one half, at any temperature. A
+    temperature that is not > 0 and finite, or a non-finite threshold, raises `ValueError`
+    (both may be traced: then the counts are NaN). NaN or infinite logits, labels outside
+    {0, 1} and negative or non-finite weights raise `ValueError` eagerly; under `jax.jit` or
+    `jax.grad` the counts of that batch element are NaN.
+
+    Args:
+      logits: ``[*batch, n]`` real scores.
+      labels: ``[*batch, n]`` labels in {0, 1} or bool, broadcasting against `logits`.
+      temperature: T > 0; smaller is closer to the hard counts, with steeper gradients.
+      threshold: the decision threshold on the logits.
+      sample_weight: optional ``[*batch, n]`` non-negative weights (0 for padding).
+
+    Returns:
+      `Counts` of float arrays of shape ``[*batch]``.
+
+    Examples:
+      >>> import jaxmetrics.losses as jl
+      >>> counts = jl.soft_counts([2.0, 0.5, -1.0, 1.0, -2.0], [1, 1, 0, 0, 0])
+      >>> [round(float(c), 4) for c in counts]  # tp, fp, fn, tn
+      [1.5033, 1.1192, 0.4967, 1.8808]
+    """
+    bad_option = check_temperature(temperature) | check_finite_option(threshold, "threshold")
+    logits, labels, weights, invalid = loss_inputs(logits, labels, sample_weight, "logits")
+    invalid = invalid | bad_option
+    flagged = jax.nn.sigmoid((logits - threshold) / temperature)
+    positive, negative = weights * labels, weights * (1 - labels)
+    counts = Counts(
+        (positive * flagged).sum(-1),
+        (negative * flagged).sum(-1),
+        (positive * (1 - flagged)).sum(-1),
+        (negative * (1 - flagged)).sum(-1),
+    )
+    return validation.nan_where(invalid, counts)
+
+
+def soft_f_beta_loss(
+    logits: ArrayLike,
+    labels: ArrayLike,
+    *,
+    beta: float = 1.0,
+    temperature: float = 1.0,
+    threshold: float = 0.0,
+    sample_weight: ArrayLike | None = None,
+) -> Array:
+    r"""One minus F-beta of the soft counts: a differentiable F-beta training loss.
+
+    As the temperature goes to 0 it becomes ``1 - f_beta(confusion_counts(logits, labels,
+    threshold), beta=beta)``, the hard metric of ``logit >= threshold``.
+
+    .. math:: \mathcal{L} = 1 - \frac{(1+\beta^2)\, TP}{(1+\beta^2)\, TP + \beta^2 FN + FP}
+
+    with the counts of `soft_counts`.
+
+    Conventions: a batch without positives has TP = FN = 0, so the loss is 1 while any alarm
+    is raised, with the gradient pushing the alarms down; it is 0 only in the limit of none
+    (the hard metric's 0/0, which scikit-learn sets by `zero_division`). A negative or NaN
+    `beta` raises `ValueError` (NaN when traced). Bad input, `temperature` and `threshold` as
+    `soft_counts`: `ValueError` eagerly, NaN under `jax.jit`.
+
+    Args:
+      logits: ``[*batch, n]`` real scores.
+      labels: ``[*batch, n]`` labels in {0, 1} or bool.
+      beta: the weight of recall against precision, >= 0 (2 favours recall, inf is recall).
+      temperature: T > 0 of the sigmoid relaxation.
+      threshold: the decision threshold on the logits.
+      sample_weight: optional ``[*batch, n]`` non-negative weights (0 for padding).
+
+    Returns:
+      A float array of shape ``[*batch]``, in [0, 1].
+
+    Examples:
+      >>> import jaxmetrics.losses as jl
+      >>> round(float(jl.soft_f_beta_loss([2.0, 0.5, -1.0, 1.0, -2.0], [1, 1, 0, 0, 0])), 4)
+      0.3496
+
+    References:
+      Bénédict, Koops, Odijk & de Rijke (2022), "sigmoidF1: a smooth F1 score surrogate loss
+      for multilabel classification", Transactions on Machine Learning Research.
+    """
+    bad_beta = option_flag(beta, "beta", lambda b: ~(b >= 0), "be >= 0")
+    counts = soft_counts(
+        logits, labels, temperature=temperature, threshold=threshold, sample_weight=sample_weight
+    )
+    # F-beta of `rates.f_beta`, written here for a `beta` that may be traced: divided through
+    # by 1 + beta^2, so that beta = inf is recall with no special case
+    fp_share = 1 / (1 + jnp.square(jnp.asarray(beta, counts.tp.dtype)))
+    f_beta = safe_divide(
+        counts.tp, counts.tp + (1 - fp_share) * counts.fn + fp_share * counts.fp, 1.0
+    )
+    return validation.nan_where(bad_beta, 1 - f_beta)
+
+
+def soft_precision(
+    logits: ArrayLike,
+    labels: ArrayLike,
+    *,
+    temperature: float = 1.0,
+    threshold: float = 0.0,
+    sample_weight: ArrayLike | None = None,
+) -> Array:
+    r"""Precision of `soft_counts`: a differentiable precision.
+
+    As the temperature goes to 0 it becomes `jaxmetrics.precision` of ``logit >= threshold``.
+
+    .. math:: \mathrm{precision} = \frac{TP}{TP + FP}
+
+    Conventions: 0/0 (no soft alarm at all, only in the limit) gives NaN. Bad input and
+    `temperature` as `soft_counts`: `ValueError` eagerly, NaN under `jax.jit`.
+
+    Args:
+      logits: ``[*batch, n]`` real scores.
+      labels: ``[*batch, n]`` labels in {0, 1} or bool.
+      temperature: T > 0 of the sigmoid relaxation.
+      threshold: the decision threshold on the logits.
+      sample_weight: optional ``[*batch, n]`` non-negative weights (0 for padding).
+
+    Returns:
+      A float array of shape ``[*batch]``.
+
+    Examples:
+      >>> import jaxmetrics.losses as jl
+      >>> round(float(jl.soft_precision([2.0, 0.5, -1.0, 1.0, -2.0], [1, 1, 0, 0, 0])), 4)
+      0.5732
+    """
+    counts = soft_counts(
+        logits, labels, temperature=temperature, threshold=threshold, sample_weight=sample_weight
+    )
+    return rates_lib.precision(counts)
+
+
+def soft_recall(
+    logits: ArrayLike,
+    labels: ArrayLike,
+    *,
+    temperature: float = 1.0,
+    threshold: float = 0.0,
+    sample_weight: ArrayLike | None = None,
+) -> Array:
+    r"""Recall of `soft_counts`: a differentiable recall.
+
+    As the temperature goes to 0 it becomes `jaxmetrics.recall` of ``logit >= threshold``.
+
+    .. math:: \mathrm{recall} = \frac{TP}{TP + FN}
+
+    Conventions: a batch without positives gives NaN. Bad input and `temperature` as
+    `soft_counts`: `ValueError` eagerly, NaN under `jax.jit`.
+
+    Args:
+      logits: ``[*batch, n]`` real scores.
+      labels: ``[*batch, n]`` labels in {0, 1} or bool.
+      temperature: T > 0 of the sigmoid relaxation.
+      threshold: the decision threshold on the logits.
+      sample_weight: optional ``[*batch, n]`` non-negative weights (0 for padding).
+
+    Returns:
+      A float array of shape ``[*batch]``.
+
+    Examples:
+      >>> import jaxmetrics.losses as jl
+      >>> round(float(jl.soft_recall([2.0, 0.5, -1.0, 1.0, -2.0], [1, 1, 0, 0, 0])), 4)
+      0.7516
+    """
+    counts = soft_counts(
+        logits, labels, temperature=temperature, threshold=threshold, sample_weight=sample_weight
+    )
+    return rates_lib.recall(counts)

@@ -1,0 +1,1 @@
+"""Streaming metric states for training loops; published as `jaxmetrics.streaming`."""

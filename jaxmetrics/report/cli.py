@@ -1,0 +1,278 @@
+"""The `jaxmetrics` command line.
+
+Every failure ends in one line on stderr and an exit status: 2 for the user's input or options
+(argparse's own errors included), 1 for an internal error (also a plot that could not be drawn:
+the text, the JSON and the other plots are then complete), 130 for Ctrl-C. JAXMETRICS_DEBUG=1
+lets internal errors show their traceback.
+
+Ctrl-C during a report exits 130 wherever it lands (`_CtrlC`), with one line, "interrupted",
+and no output written unless the report had finished writing it.
+"""
+
+from __future__ import annotations
+
+import _thread
+import argparse
+import importlib.machinery
+import math
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from jaxmetrics import __version__
+
+_SEED_LIMIT = 2**64
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with errors on one line (no usage block): `PROG: error: MESSAGE`, status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _finite(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number; got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number; got {text!r}")
+    return value
+
+
+def _cost(text: str) -> float:
+    value = _finite(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a cost must be >= 0; got {text!r}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer; got {text!r}") from None
+    if not 0 <= value < _SEED_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be in [0, 2**64 - 1]; got {text}")
+    return value
+
+
+def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The `jaxmetrics` parser and its `report` subcommand's."""
+    parser = _Parser(
+        prog="jaxmetrics",
+        description="Evaluate binary classifiers from a file of labels and scores.",
+    )
+    parser.add_argument("--version", action="version", version=f"jaxmetrics {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    report = commands.add_parser(
+        "report",
+        help="print an evaluation report",
+        description="Evaluate every --score column against the --label column: prevalence, "
+        "confusion counts and rates at chosen thresholds, ROC AUC and average precision with "
+        "bootstrap and DeLong intervals, calibration, and a paired comparison of the models.",
+    )
+    add = report.add_argument
+    add("file", nargs="?", help="CSV/TSV, .npz or .parquet file")
+    add("--demo", action="store_true", help="use a built-in synthetic data set")
+    add("--label", help="name of the label column (0/1, true/false)")
+    add("--positive", help="the positive class, when labels are two names")
+    add("--score", action="append", default=[], help="a score column (repeat)")
+    add("--threshold", type=_finite, default=0.5, help="decision threshold (0.5)")
+    add("--cost-fp", type=_cost, help="cost of a false positive (>= 0)")
+    add("--cost-fn", type=_cost, help="cost of a false negative (>= 0)")
+    add("--resamples", type=int, default=1000, help="bootstrap resamples (1000)")
+    add("--cluster", metavar="COL", help="resample whole groups of rows (e.g. a patient id column)")
+    add("--seed", type=_seed, default=0, help="bootstrap seed, 0 to 2**64 - 1 (0)")
+    add("--json", metavar="PATH", help="also write the numbers as JSON")
+    add("--plots", metavar="DIR", help="write ROC, PR and reliability PNGs")
+    add("--quiet", action="store_true", help="print nothing but errors")
+    add(
+        "--no-cache",
+        action="store_true",
+        help="do not keep compiled code in the user's cache directory (also JAXMETRICS_NO_CACHE=1)",
+    )
+    return parser, report
+
+
+def cache_directory() -> Path:
+    """Where compiled programs are kept: $XDG_CACHE_HOME/jaxmetrics/jax, or
+    ~/.cache/jaxmetrics/jax."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    return root / "jaxmetrics" / "jax"
+
+
+def _use_compilation_cache() -> bool:
+    """Keep compiled programs on disk with JAX's persistent compilation cache, so a second run
+    compiles only the programs that call numpy back (JAX keeps none of those).
+
+    A cache the user chose (JAX_COMPILATION_CACHE_DIR) is used as it is. Ours is made private
+    (0700) and used only if this user owns it: a cache is code that runs. Returns whether a
+    cache is in use."""
+    import jax
+
+    if jax.config.jax_compilation_cache_dir:  # the user chose JAX's cache
+        return True
+    directory = cache_directory()
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        owner = directory.stat().st_uid
+    except OSError:
+        return False  # no writable cache: run without one rather than fail
+    if owner != os.getuid() or not os.access(directory, os.W_OK):
+        return False
+    jax.config.update("jax_compilation_cache_dir", str(directory))
+    # the report's programs compile in well under JAX's default 1 s floor: keep them all
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    return True
+
+
+# where numpy runs inside a compiled program: the library's host kernels, JAX's callbacks
+_CALLBACK_FILES = (
+    os.path.join("jaxmetrics", "_src", "core", "host_kernels.py"),
+    os.path.join("jax", "_src", "callback.py"),
+)
+
+
+def _cannot_take_interrupt(frame) -> bool:
+    """Whether a KeyboardInterrupt raised in `frame` would do harm: inside a host kernel it
+    would become an XLA runtime error, and inside the set-up of a compiled extension module
+    it crashed the process (raised while jaxlib's were set up on `import jax`, a segfault in 4
+    of 5 tries)."""
+    while frame is not None:
+        if frame.f_code.co_filename.endswith(_CALLBACK_FILES):
+            return True
+        if frame.f_code.co_name in ("create_module", "exec_module") and isinstance(
+            frame.f_locals.get("self"), importlib.machinery.ExtensionFileLoader
+        ):
+            return True
+        frame = frame.f_back
+    return False
+
+
+class _CtrlC:
+    """Ctrl-C during a report (a context): KeyboardInterrupt in the main thread, and `received`
+    set, so that `main` exits 130 however the report ends.
+
+    Where the exception cannot be taken, the signal is delivered again 50 ms later: inside a
+    host kernel (the library's numpy sort and bincount on CPU, called from a compiled program)
+    or an import (`_cannot_take_interrupt`); and inside a garbage-collector callback or a
+    `__del__` (JAX has both), where Python prints "Exception ignored" and carries on (the report
+    then finished with exit 0 in 13 of 60 runs). Once the report is over, a signal is only
+    recorded. Outside the main thread, which alone receives signals, it does nothing."""
+
+    def __init__(self):
+        self.received = False
+        self._active = threading.current_thread() is threading.main_thread()
+        self._over = False
+        self._lock = threading.Lock()  # `_over` set while no delivery is on its way
+
+    def __enter__(self) -> _CtrlC:
+        if self._active:
+            self._previous_handler = signal.signal(signal.SIGINT, self._on_signal)
+            self._previous_hook, sys.unraisablehook = sys.unraisablehook, self._on_unraisable
+        return self
+
+    def __exit__(self, *exception) -> None:
+        with self._lock:
+            self._over = True
+        if self._active:
+            # a signal still pending reaches `_on_signal` here (recorded), before the swap
+            signal.signal(signal.SIGINT, self._previous_handler)
+            sys.unraisablehook = self._previous_hook
+
+    def _on_signal(self, number, frame) -> None:
+        self.received = True
+        if self._over:
+            return
+        if _cannot_take_interrupt(frame):
+            self._deliver_later()
+            return
+        raise KeyboardInterrupt
+
+    def _on_unraisable(self, unraisable) -> None:
+        if issubclass(unraisable.exc_type, KeyboardInterrupt):  # ours, swallowed: again
+            self._deliver_later()
+        else:
+            self._previous_hook(unraisable)
+
+    def _deliver_later(self) -> None:
+        threading.Timer(0.05, self._deliver).start()
+
+    def _deliver(self) -> None:
+        with self._lock:
+            if not self._over:
+                _thread.interrupt_main()  # as a signal: `_on_signal` on the main thread
+
+
+def _leave(status: int) -> None:
+    """End the process at once, without the interpreter's exit: the report's bootstrap thread
+    may still be inside XLA (compiling), and an interpreter exiting under it aborted ("FATAL:
+    exception not rethrown") or crashed in 22 of 60 runs interrupted during compilation."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can be said
+            pass
+    os._exit(status)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command for `argv` (sys.argv[1:] when None); returns the exit status.
+
+    Interrupted, the installed command (`argv` None) leaves the process at once with status
+    130 (`_leave`); called with `argv`, from Python, it returns 130 and the report's bootstrap
+    thread stops at its next step."""
+    parser, report_parser = _parsers()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # name the subcommand in the message, as its own errors do
+        (report_parser if args.command == "report" else parser).error(
+            f"unrecognized arguments: {' '.join(unknown)}"
+        )
+    if args.command is None:
+        parser.print_help()
+        return 0
+    prog = "jaxmetrics report"
+    interrupts = _CtrlC()
+    try:
+        with interrupts:  # from the first import on: numpy, then JAX, take seconds
+            status, message = _report(args, prog)
+    except KeyboardInterrupt:
+        status, message = 130, None
+    if interrupts.received or status == 130:  # whatever the interrupt became on its way
+        status, message = 130, f"{prog}: interrupted"
+    if message is not None:
+        print(message, file=sys.stderr)
+    if status == 130 and argv is None:
+        _leave(status)
+    return status
+
+
+def _report(args: argparse.Namespace, prog: str) -> tuple[int, str | None]:
+    """Run the report: its exit status, and the line to print on stderr (None: none)."""
+    from jaxmetrics import report
+    from jaxmetrics.report.command import one_line
+
+    use_cache = not (args.no_cache or os.environ.get("JAXMETRICS_NO_CACHE", "") not in ("", "0"))
+    try:
+        # programs are kept in JAX's persistent cache, but for those calling numpy back
+        return report.run(args, before_jax=_use_compilation_cache if use_cache else None), None
+    except report.ReportError as error:
+        return 2, f"{prog}: error: {error}"
+    except OSError as error:  # an unreadable file, an output that could not be written
+        return 2, f"{prog}: error: {one_line(error)}"
+    except Exception as error:
+        if os.environ.get("JAXMETRICS_DEBUG", "") not in ("", "0"):
+            raise
+        return (
+            1,
+            f"{prog}: internal error: {one_line(error)} (JAXMETRICS_DEBUG=1 shows the traceback)",
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
