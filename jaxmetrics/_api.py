@@ -36,6 +36,7 @@ from jaxmetrics._src.metrics.multiclass_ranking import multiclass_roc_auc as mul
 from jaxmetrics._src.metrics.multiclass_ranking import top_k_accuracy as top_k_accuracy
 from jaxmetrics._src.metrics.operating_points import OperatingPoint as OperatingPoint
 from jaxmetrics._src.metrics.operating_points import RocBand as RocBand
+from jaxmetrics._src.metrics.operating_points import SensitivitiesAt as SensitivitiesAt
 from jaxmetrics._src.metrics.operating_points import (
     closest_to_corner_threshold as closest_to_corner_threshold,
 )
@@ -83,6 +84,7 @@ from jaxmetrics._src.metrics.thresholds import precision_at_recall as precision_
 from jaxmetrics._src.metrics.thresholds import recall_at_precision as recall_at_precision
 from jaxmetrics._src.stats.bootstrap import BootstrapResult as BootstrapResult
 from jaxmetrics._src.stats.bootstrap import bootstrap as bootstrap
+from jaxmetrics._src.stats.bootstrap import estimate_in_loop as estimate_in_loop
 from jaxmetrics._src.stats.delong import DeLong as DeLong
 from jaxmetrics._src.stats.delong import DeLongTest as DeLongTest
 from jaxmetrics._src.stats.delong import delong as delong
@@ -128,6 +130,7 @@ __all__ = [
     "RocBand",
     "RocCurve",
     "SampleSize",
+    "SensitivitiesAt",
     "ThresholdChoice",
     "UnpairedDifference",
     "VenkatramanTest",
@@ -155,6 +158,7 @@ __all__ = [
     "delong_sample_size",
     "delong_test",
     "delong_test_unpaired",
+    "estimate_in_loop",
     "expected_calibration_error",
     "f_beta",
     "false_positive_rate",

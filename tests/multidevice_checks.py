@@ -92,7 +92,7 @@ print("8 models split over 4 devices == one device")
 # 4. exact AUC / AP of scores split over the mesh: the distributed sample sort
 from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve  # noqa: E402
 
-from jaxmetrics._src.mesh import sharded  # noqa: E402
+from jaxmetrics._src.mesh import forms, sample_sort  # noqa: E402
 
 
 def split_layout(values):
@@ -145,6 +145,19 @@ for a, b in zip(
     assert abs(float(a) - b) < 2e-6, ("weights of 1e20", float(a), b)
 print("split AUC / AP == scikit-learn (ties, skew, all equal, sorted layouts, weights, 1e20)")
 
+# the single-device rules hold over the mesh too (one copy of them, `core/terms.py`): a separated
+# set is exactly 1 and a reversed one exactly 0, and AP without negatives is NaN
+separated = rng.random(n).astype(np.float32)
+above = (separated > 0.5).astype(np.int32)
+some_weights = rng.integers(1, 4, n).astype(np.int32)
+auc, ap = auc_and_ap(*map(split_layout, (separated, above, some_weights)))
+assert float(auc) == 1.0 and float(ap) == 1.0, (float(auc), float(ap))
+auc, _ = auc_and_ap(*map(split_layout, (-separated, above, some_weights)))
+assert float(auc) == 0.0, float(auc)
+only_positives = auc_and_ap(*map(split_layout, (separated, np.ones(n, np.int32), some_weights)))
+assert all(np.isnan(float(value)) for value in only_positives), only_positives
+print("split AUC / AP: separated exactly 1, reversed exactly 0, one class NaN")
+
 # ROC and precision-recall curves of split samples: sorted where they are, the points placed
 # into each device's block of the output (n + 4 long: a split axis divides evenly), equal to one
 # device's curve point for point, drop_intermediate's neighbours across device boundaries too
@@ -182,35 +195,31 @@ print("split ROC / PR curves == one device (ties, skew, all equal, sorted, weigh
 # sum, and an eager call recomputes it exactly on the gathered samples
 values = split_layout(cases["distinct"].astype(np.float32))
 ones = split_layout(np.ones(n, np.int32))
-for metric in ("roc_auc", "average_precision"):
-    got, fits = sharded._sharded_metric(
-        values, split_layout(y), ones, metric=metric, mesh=mesh, axes=("devices",), capacity=8
-    )
-    assert not bool(fits) and np.isnan(float(got))
-original = sharded.default_capacity
+original = sample_sort.default_capacity
+sample_sort.default_capacity = lambda local, devices: 8
+try:
+    for metric in (forms.auc_over_axes, forms.ap_over_axes):
+        got, fits = forms.sharded_metric(
+            metric, values, split_layout(y), ones, (mesh, ("devices",))
+        )
+        assert not bool(fits) and np.isnan(float(got))
+finally:
+    sample_sort.default_capacity = original
 distinct = cases["distinct"].astype(np.float32)
 pair = np.stack([distinct, distinct[::-1].copy()])  # (a shape traced nowhere else in this script)
-sharded.default_capacity = lambda local, devices: 8
+sample_sort.default_capacity = lambda local, devices: 8
 try:
     eager = float(jm.roc_auc(values, split_layout(y)))
     eager_curve = jm.roc_curve(values, split_layout(y))
     # what the sharded program gave before the eager call recomputed it (cached: no compile)
-    jit_curve, fits = sharded._sharded_curve(
-        values,
-        split_layout(y),
-        ones,
-        kind="roc",
-        drop_intermediate=True,
-        mesh=mesh,
-        axes=("devices",),
-        capacity=8,
-        block=n // 4 + 1,
+    jit_curve, fits = forms.sharded_curve(
+        "roc", values, split_layout(y), ones, (mesh, ("devices",)), drop_intermediate=True
     )
     split_pair = jax.device_put(pair, NamedSharding(mesh, PartitionSpec(None, "devices")))
     assert np.isnan(np.asarray(jax.jit(jm.delong)(split_pair, split_layout(y)).auc)).all()
     eager_delong = jm.delong(split_pair, split_layout(y))
 finally:
-    sharded.default_capacity = original
+    sample_sort.default_capacity = original
 assert abs(eager - roc_auc_score(y, distinct)) < 2e-6
 assert not bool(fits) and np.isnan(np.asarray(jit_curve[0])).all()
 assert not np.asarray(jit_curve[3]).any()

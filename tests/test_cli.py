@@ -7,6 +7,7 @@ cases of bad input, run in-process, are in test_report.py.
 """
 
 import concurrent.futures
+import importlib.util
 import json
 import os
 import signal
@@ -211,6 +212,10 @@ def test_tiny_data_gives_undefined_intervals_and_fills_the_cache(tmp_path):
     kept = list(folder.glob("*-cache"))
     assert kept, "compiled programs should be kept in $XDG_CACHE_HOME/jaxmetrics/jax"
     assert folder.stat().st_mode & 0o777 == 0o700  # private: a cache is code that runs
+    exported = tmp_path / "cache" / "jaxmetrics" / "programs"  # the bootstrap's, by jax.export
+    assert exported.stat().st_mode & 0o777 == 0o700
+    if importlib.util.find_spec("flatbuffers") is not None:  # what serializing them needs
+        assert len(list(exported.glob("*.program"))) == 2
 
 
 def _jax_loaded(pid):

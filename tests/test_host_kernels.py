@@ -8,7 +8,7 @@ import pytest
 import sklearn.metrics as skm
 
 import jaxmetrics as jm
-from jaxmetrics._src.core import host_kernels
+from jaxmetrics._src.core import host_kernels, sorting
 
 pytestmark = pytest.mark.skipif(jax.default_backend() != "cpu", reason="CPU kernels")
 
@@ -74,3 +74,27 @@ def test_host_and_xla_kernels_give_the_same_values_and_resamples(rng):
 def _bootstrap_samples(scores, labels):
     result = jm.bootstrap(jm.roc_auc, scores, labels, key=jax.random.key(0), num_resamples=30)
     return np.asarray(result.samples)
+
+
+def test_unweighted_ranking_metrics_call_back_once():
+    """AUC and AP without weights: one callback (sort, tie groups and the labels' running sum),
+    not a sort followed by running sums."""
+    scores, labels = np.zeros(16, np.float32), np.zeros(16, np.int32)
+    for metric in (jm.roc_auc, jm.average_precision):
+        text = jax.jit(metric).lower(scores, labels).as_text()
+        assert text.count("xla_ffi_python_cpu_callback") == 1, metric.__name__
+
+
+def test_metrics_through_the_carrying_kernel_match_sklearn(rng, monkeypatch):
+    """The labels ride through the sort (`sorting.CARRY_LABELS_SAMPLES`, lowered here to reach
+    it with small samples), with one score vector per label vector and with one for all."""
+    monkeypatch.setattr(sorting, "CARRY_LABELS_SAMPLES", 0)  # read when the kernel runs
+    scores = np.round(rng.normal(size=(3, 300)), 1).astype(np.float32)
+    labels = (rng.random((3, 300)) < 0.3).astype(np.int32)
+    both = jax.jit(lambda s, y: (jm.roc_auc(s, y), jm.average_precision(s, y)))
+    for s, y in ((scores, labels), (scores[0], labels)):
+        auc, ap = both(s, y)
+        s = np.broadcast_to(s, y.shape)
+        np.testing.assert_allclose(auc, [skm.roc_auc_score(*pair) for pair in zip(y, s)], atol=1e-6)
+        ap_expected = [skm.average_precision_score(*pair) for pair in zip(y, s)]
+        np.testing.assert_allclose(ap, ap_expected, atol=1e-6)

@@ -543,3 +543,39 @@ def test_every_float_option_of_every_loss_may_be_traced():
         )
         if name == "soap_loss":
             assert not np.asarray(invalid[1].all_above).any(), option
+
+
+# ----------------------------------------------------------------------------- issue 28
+# `nnx.Linear(h, 1)` gives [n, 1] logits: read as n batches of one sample, every loss over pairs,
+# lists or sets of samples would be 0 (or constant) with a zero gradient, and the model would
+# never move. Each raises at trace time instead, naming the shape, the rule and the fix.
+
+ONE_SAMPLE_LOSSES = {
+    "pairwise_auc_loss": lambda p, y: jl.pairwise_auc_loss(p, y),
+    "soft_f_beta_loss": lambda p, y: jl.soft_f_beta_loss(p, y),
+    "soft_counts": lambda p, y: jl.soft_counts(p, y).tp,
+    "auc_margin_loss": lambda p, y: jl.auc_margin_loss(jax.nn.sigmoid(p), y),
+    "smooth_ap_loss": lambda p, y: jl.smooth_ap_loss(p, y),
+    "partial_auc_loss": lambda p, y: jl.partial_auc_loss(p, y, max_fpr=0.5),
+    "approx_ndcg_loss": lambda p, y: jl.approx_ndcg_loss(p, y),
+    "listnet_loss": lambda p, y: jl.listnet_loss(p, y),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ONE_SAMPLE_LOSSES))
+def test_one_column_of_logits_raises_with_the_shape_named(rng, name):
+    loss = ONE_SAMPLE_LOSSES[name]
+    logits, labels = problem(rng, n=24)
+    first = {"auc_margin_loss": "probs", "approx_ndcg_loss": "scores", "listnet_loss": "scores"}
+    first = first.get(name, "logits")  # the predictions' argument name
+    shape = rf"`{first}` has shape \(24, 1\); samples lie on the last axis, leading axes are batch"
+    fix = rf".*pass `{first}\[\.\.\., 0\]`, shape \(24,\)"
+    for call in (
+        loss,
+        jax.jit(loss),
+        jax.grad(lambda p, y: loss(p, y).sum()),
+    ):
+        with pytest.raises(ValueError, match=shape + fix):
+            call(logits[:, None], labels[:, None].astype(np.float32))
+    value, gradient = jax.value_and_grad(lambda p: loss(p, labels).sum())(logits)
+    assert np.isfinite(float(value)) and np.abs(np.asarray(gradient)).sum() > 0  # as [n]: signal

@@ -26,12 +26,12 @@ from sklearn import calibration as sk_calibration
 from sklearn import metrics as sk
 
 import jaxmetrics as jm
-from jaxmetrics.report import ReportError, cli, demo_data, load_table, plots, render
+from jaxmetrics.report import ReportError, cli, demo_data, load_table, plots, render, to_json
 from jaxmetrics.report.evaluate import evaluate
 
 report_modules = {
     name: sys.modules[f"jaxmetrics.report.{name}"]
-    for name in ("command", "evaluate", "plots", "read", "render", "result")
+    for name in ("command", "evaluate", "plots", "programs", "ranking", "read", "render", "result")
 }
 N = 200  # every data set here has this many rows and two score columns: one compiled shape
 
@@ -192,7 +192,7 @@ def test_ranking_numbers_match_sklearn_and_delong_by_brute_force(two_models, ful
 
 def test_bootstrap_uses_the_seed_and_resamples_given(two_models, full_run):
     _, labels, a, b = two_models
-    key = report_modules["evaluate"].seed_key(3)
+    key = report_modules["ranking"].seed_key(3)
     booted = jm.bootstrap(jm.roc_auc, np.stack([a, b]), labels, key=key, num_resamples=50)
     model = full_run[3]["models"]["model_a"]["roc_auc"]
     assert model["low"] == pytest.approx(float(booted.low[0]), abs=1e-6)
@@ -200,7 +200,7 @@ def test_bootstrap_uses_the_seed_and_resamples_given(two_models, full_run):
 
 
 def test_seeds_use_all_64_bits():
-    seed_key = report_modules["evaluate"].seed_key
+    seed_key = report_modules["ranking"].seed_key
     data = jax.random.key_data
     assert np.array_equal(data(seed_key(5)), data(jax.random.key(5)))
     assert not np.array_equal(data(seed_key(2**32)), data(seed_key(0)))  # key(2**32) == key(0)
@@ -368,7 +368,7 @@ def test_render_formats(report):
 
 
 def test_number_keeps_the_precision_computed():
-    number = report_modules["evaluate"].number
+    number = report_modules["result"].number
     assert number(np.float32(0.8125000238418579)) == 0.8125
     assert number(np.float32(1 / 3)) == 0.33333334
     assert number(np.float64(1 / 3)) == 1 / 3
@@ -858,7 +858,7 @@ def test_every_bootstrap_interval_says_whether_it_misses_its_estimate(full_run):
 def test_an_interval_that_misses_its_estimate_is_marked_and_footnoted(report):
     """ECE on 400 rows: 0.032, percentile interval [0.043, 0.093]. Binned and extreme metrics
     are biased on resamples; the text marks such an interval and the JSON says so."""
-    interval = report_modules["evaluate"]._interval
+    interval = report_modules["ranking"].interval
     data = report.data
     samples = np.full((20, 1, 1), 0.06)
     missed = jm.BootstrapResult(*(np.full((1, 1), v) for v in (0.032, 0.043, 0.093, 0.01)), samples)
@@ -882,3 +882,75 @@ def test_an_interval_that_misses_its_estimate_is_marked_and_footnoted(report):
     document = json.loads(report_modules["result"].to_json(marked))
     assert document["models"]["model_b"]["average_precision"]["estimate_outside_interval"] is True
     assert document["models"]["model_a"]["average_precision"]["estimate_outside_interval"] is False
+
+
+# --------------------------------------------------------------------------- kept programs
+
+needs_serialization = pytest.mark.skipif(
+    not report_modules["programs"].available(),
+    reason="jax.export serializes with the flatbuffers package (the report extra)",
+)
+
+
+def _affine(x):
+    return 2 * x + 1
+
+
+def _store(folder, misses):
+    return report_modules["programs"].ProgramStore(folder, on_miss=lambda: misses.append(1))
+
+
+def _affine_through(folder, misses, x):
+    """`_affine(x)` through the program kept in `folder`, checked against numpy."""
+    result = _store(folder, misses).call("affine", _affine, x)
+    return np.array_equal(result, 2 * x + 1)
+
+
+@needs_serialization
+def test_a_kept_program_is_read_back_and_a_damaged_or_foreign_one_rebuilt(tmp_path, monkeypatch):
+    x = np.arange(3, dtype=np.float32)
+    misses = []
+    assert _affine_through(tmp_path, misses, x) and misses == [1]  # exported, and written
+    path = _store(tmp_path, misses).path("affine", (x,))
+    whole = path.read_bytes()
+    assert _affine_through(tmp_path, misses, x) and misses == [1]  # a second run reads it back
+    format_line, header, payload = whole.split(b"\n", 2)
+    foreign = json.loads(header)
+    foreign["version"]["jaxmetrics"] = "0.0.1"  # another version: a whole file, checksum right
+    damaged = {
+        "truncated": whole[: len(whole) // 2],
+        "a payload byte changed": whole[:-1] + bytes([whole[-1] ^ 1]),
+        "not a program": b"\x00" * 64,
+        "another version": b"\n".join([format_line, json.dumps(foreign).encode(), payload]),
+    }
+
+    def refused(*args):
+        raise AssertionError("a damaged program was deserialized")
+
+    for case, content in damaged.items():
+        path.write_bytes(content)
+        misses.clear()
+        with monkeypatch.context() as patch:
+            if case != "another version":  # never deserialized: its checksum fails first
+                patch.setattr(jax.export, "deserialize", refused)
+            assert _affine_through(tmp_path, misses, x) and misses == [1], case  # rebuilt
+        assert _affine_through(tmp_path, misses, x) and misses == [1], case  # and read back
+    wider = np.arange(4, dtype=np.float32)  # other shapes: another program, another file
+    assert _affine_through(tmp_path, misses, wider) and misses == [1, 1]
+    assert len(list(tmp_path.glob("affine-*.program"))) == 2
+
+
+@needs_serialization
+def test_kept_programs_leave_the_report_unchanged(two_models, tmp_path):
+    """The command line with its caches keeps the bootstrap's programs with `jax.export`
+    (under XLA's kernels): the report is the same, byte for byte, as without them, in the run
+    that exports them and in the next one, which reads them back and writes nothing."""
+    table, metadata = _demo_table_and_metadata(two_models, 20)
+    with jm.xla_kernels():
+        plain = to_json(evaluate(table, metadata))
+        first = to_json(evaluate(table, metadata, programs=tmp_path))
+        kept = {path: path.stat().st_mtime_ns for path in tmp_path.iterdir()}
+        second = to_json(evaluate(table, metadata, programs=tmp_path))
+    assert first == plain and second == plain
+    assert len(kept) == 2 and all(path.suffix == ".program" for path in kept)
+    assert {path: path.stat().st_mtime_ns for path in tmp_path.iterdir()} == kept

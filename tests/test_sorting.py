@@ -127,3 +127,62 @@ def test_small_eager_programs_are_compiled_for_a_fast_compile_with_the_same_resu
     finally:
         monkeypatch.undo()
         kernels._fast_compile_available.cache_clear()
+
+
+def _check_rank_and_count(scores, labels, out):
+    """The kernel's four results against direct oracles, row by row (ties in any order)."""
+    order, start, stop, positive = out
+    flushed = np.where(np.abs(scores) < np.finfo(np.float32).tiny, np.float32(0), scores)
+    for index in np.ndindex(order.shape[:-1]):
+        row = np.broadcast_to(flushed, order.shape)[index]
+        row_labels = np.broadcast_to(labels, order.shape)[index]
+        ordered = row[order[index]]
+        np.testing.assert_array_equal(np.sort(order[index]), np.arange(row.size))
+        assert (np.diff(ordered) >= 0).all()
+        # a tie group is the run of equal sorted scores around the position
+        np.testing.assert_array_equal(start[index], np.searchsorted(ordered, ordered, "left"))
+        np.testing.assert_array_equal(stop[index], np.searchsorted(ordered, ordered, "right"))
+        # positive[j]: positives among the first j of this order; at a group start, the
+        # positives scoring below the group's score, counted directly
+        running = np.cumsum(row_labels[order[index]])
+        np.testing.assert_array_equal(positive[index], np.concatenate([[0], running]))
+        below = np.searchsorted(np.sort(row[row_labels == 1]), ordered, "left")
+        np.testing.assert_array_equal(positive[index][start[index]], below)
+
+
+@pytest.mark.parametrize("carried", [True, False])
+def test_rank_and_count_kernel_equals_direct_oracles(carried, monkeypatch):
+    # carried: the labels ride through the sort (large samples); else `_host_rank` and a gather
+    monkeypatch.setattr(sorting, "CARRY_LABELS_SAMPLES", 0 if carried else 1 << 30)
+    rng = np.random.default_rng(11)
+    shapes = [
+        ((1,), (1,)),
+        ((57,), (57,)),
+        ((3, 40), (3, 40)),
+        ((1, 40), (4, 40)),
+        ((3, 40), (1, 40)),
+    ]
+    for scores_shape, labels_shape in shapes:
+        scores = (rng.integers(-4, 5, scores_shape) / 3).astype(np.float32)
+        scores.flat[:3] = [-0.0, 1e-42, -1e-40][: scores.size]  # zeros and subnormals tie with 0
+        labels = (rng.random(labels_shape) < 0.4).astype(np.uint8)
+        shape = np.broadcast_shapes(scores_shape, labels_shape)
+        out = [np.empty(shape, np.int32) for _ in range(3)]
+        out.append(np.empty(shape[:-1] + (shape[-1] + 1,), np.int32))
+        sorting._rank_and_count_into(scores, labels, out=out)
+        _check_rank_and_count(scores, labels, out)
+
+
+def test_rank_and_count_kernel_carries_labels_from_its_threshold():
+    rng = np.random.default_rng(12)
+    n = sorting.CARRY_LABELS_SAMPLES
+    scores = rng.normal(size=n).astype(np.float32)  # ~2^19 normal float32s: some ties
+    labels = (rng.random(n) < 0.1).astype(np.uint8)
+    out = [np.empty(n, np.int32) for _ in range(3)] + [np.empty(n + 1, np.int32)]
+    sorting._rank_and_count_into(scores, labels, out=out)
+    order, start, stop, positive = out
+    ordered = scores[order]
+    assert (np.diff(ordered) >= 0).all()
+    np.testing.assert_array_equal(start, np.searchsorted(ordered, ordered, "left"))
+    np.testing.assert_array_equal(stop, np.searchsorted(ordered, ordered, "right"))
+    np.testing.assert_array_equal(positive, np.concatenate([[0], np.cumsum(labels[order])]))

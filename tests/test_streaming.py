@@ -1,3 +1,4 @@
+import logging
 import math
 
 import jax
@@ -253,14 +254,15 @@ def test_float_weights_are_counted_as_floats(rng):
     scores, labels = concatenated(batches(rng, 2, 50))
     weights = rng.random(scores.size).astype(np.float32)
     expected = jm.confusion_counts(scores, labels, [0.0, 0.5], sample_weight=weights)
-    state = streaming.ConfusionState.empty(thresholds=[0.0, 0.5])
+    # float counts (integer counts take whole weights only: `test_..._keeps_its_leaf_types`)
+    state = streaming.ConfusionState.empty(thresholds=[0.0, 0.5], dtype=jnp.float32)
     state = state.update(scores[:50], labels[:50], sample_weight=weights[:50])
     state = state.update(scores[50:], labels[50:], sample_weight=weights[50:])
     for got, want in zip(state.counts, expected):
         assert got.dtype == np.float32
         np.testing.assert_allclose(got, want, rtol=1e-5)
     np.testing.assert_allclose(state.compute()["f1"], jm.f_beta(expected), rtol=1e-5)
-    curve = streaming.BinnedCurve.empty(thresholds=scores).update(
+    curve = streaming.BinnedCurve.empty(thresholds=scores, dtype=jnp.float32).update(
         scores, labels, sample_weight=weights
     )
     assert float(curve.compute()["roc_auc"]) == pytest.approx(
@@ -323,8 +325,8 @@ def test_states_refuse_two_dimensional_batches(rng):
 
 
 def test_multiclass_confusion_state_is_float64_under_x64(rng, x64):
-    state = streaming.ConfusionState.empty(num_classes=3)
-    weights = rng.random(30)  # float64: the counts become float64 sums
+    state = streaming.ConfusionState.empty(num_classes=3, dtype=jnp.float64)
+    weights = rng.random(30)  # float64: float64 sums
     state = state.update(rng.integers(0, 3, 30), rng.integers(0, 3, 30), sample_weight=weights)
     for leaf in jax.tree_util.tree_leaves(state.compute()):
         assert leaf.dtype == np.float64
@@ -537,3 +539,173 @@ def test_a_scan_over_batches_keeps_every_leaf_type(rng, mode, integer_weights):
     flat_weights = None if weights is None else weights.ravel()
     counts = jm.confusion_counts(scores.ravel(), labels.ravel(), 0.5, sample_weight=flat_weights)
     assert int(final.states["at"].counts.tp[0]) == int(counts.tp)
+
+
+# ----------------------------------------------------------------------------- in a training loop
+# (issue 28) a state's leaf types never change on update, whatever the mask or weights, so an
+# eval step compiles once and `lax.scan` runs over batches; `compute` is one compiled program.
+
+
+def every_state():
+    """One state of each kind and layout, in a dict: a pytree, so one scan carries them all."""
+    return {
+        "binned": streaming.BinnedCurve.empty(9, low=-2.0, high=3.0),
+        "binary": streaming.ConfusionState.empty(thresholds=[0.0, 1.0]),
+        "multiclass": streaming.ConfusionState.empty(num_classes=3),
+        "exact": streaming.ExactCurve.empty(120),
+        "mean": streaming.Mean.empty(),
+        "multilabel": streaming.BinnedCurve.empty(9, low=-2.0, high=3.0, num_labels=2),
+        "collection": streaming.Collection(
+            {
+                "curve": streaming.BinnedCurve.empty(5, low=-1.0, high=2.0),
+                "at": streaming.ConfusionState.empty(thresholds=[0.5]),
+            }
+        ),
+    }
+
+
+def update_every_state(states, scores, labels, classes, mask):
+    updated = {}
+    for name, state in states.items():
+        if name == "multiclass":  # classes: [2, n], the predicted and the true classes
+            updated[name] = state.update(classes[0], classes[1], sample_weight=mask)
+        elif name == "mean":
+            updated[name] = state.update(scores, sample_weight=mask)
+        elif name == "multilabel":
+            pair = (jnp.stack([scores, -scores]), jnp.stack([labels, labels]))
+            updated[name] = state.update(*pair, sample_weight=mask)
+        else:
+            updated[name] = state.update(scores, labels, sample_weight=mask)
+    return updated
+
+
+def positives_above(scores, labels, thresholds):
+    """Brute force: the positives and the negatives scoring >= each threshold (float32)."""
+    flagged = scores[None, :] >= np.asarray(thresholds, np.float32)[:, None]
+    return (flagged & (labels == 1)).sum(1), (flagged & (labels == 0)).sum(1)
+
+
+@pytest.mark.parametrize("mask_dtype", [np.int32, np.float32, np.bool_])
+def test_a_scan_over_masked_batches_works_for_every_state(rng, mask_dtype):
+    scores = rng.normal(size=(3, 40)).astype(np.float32)
+    labels = (rng.random((3, 40)) < 0.4).astype(np.int32)
+    labels[:, :2] = [0, 1]
+    classes = rng.integers(0, 3, (3, 2, 40))
+    mask = rng.random((3, 40)) < 0.75
+    mask[:, :2] = True
+    batches_in = (scores, labels, classes, mask.astype(mask_dtype))
+    states = every_state()
+
+    def step(states, batch):
+        return update_every_state(states, *batch), None
+
+    final, _ = jax.lax.scan(step, states, batches_in)
+    for before, after in zip(jax.tree_util.tree_leaves(states), jax.tree_util.tree_leaves(final)):
+        assert before.dtype == after.dtype
+    # the masked samples left out, exactly: scikit-learn and brute force on the samples kept
+    kept = mask.ravel()
+    s, y = scores.ravel()[kept], labels.ravel()[kept]
+    predicted, true = (classes[:, i].ravel()[kept] for i in (0, 1))
+    result = {name: state.compute() for name, state in final.items()}
+    assert float(result["exact"]["roc_auc"]) == pytest.approx(skm.roc_auc_score(y, s), abs=1e-6)
+    for name, state in (
+        ("binned", final["binned"]),
+        ("curve", final["collection"].states["curve"]),
+    ):
+        tp, fp = positives_above(s, y, state.thresholds)
+        np.testing.assert_array_equal(state.tp, tp, err_msg=name)
+        np.testing.assert_array_equal(state.fp, fp, err_msg=name)
+    tp, fp = positives_above(-s, y, final["multilabel"].thresholds)
+    np.testing.assert_array_equal(final["multilabel"].tp[1], tp)
+    for state, grid in ((final["binary"], [0.0, 1.0]), (final["collection"].states["at"], [0.5])):
+        np.testing.assert_array_equal(state.counts.tp, positives_above(s, y, grid)[0])
+    np.testing.assert_array_equal(
+        final["multiclass"].counts, skm.confusion_matrix(true, predicted, labels=[0, 1, 2])
+    )
+    assert float(result["mean"]["mean"]) == pytest.approx(float(s.mean()), rel=1e-5)
+    if mask_dtype is np.float32:  # a float padding mask: a jitted eval step traces once
+        traces = []
+
+        def traced(states, *batch):
+            traces.append(1)
+            return update_every_state(states, *batch)
+
+        eval_step, states = jax.jit(traced), every_state()
+        for batch in zip(*batches_in):
+            states = eval_step(states, *batch)
+        assert len(traces) == 1
+        for a, b in zip(jax.tree_util.tree_leaves(states), jax.tree_util.tree_leaves(final)):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_integer_counts_take_whole_weights_and_refuse_fractional_ones(rng):
+    scores, labels = batches(rng, 1, 30)[0]
+    half = np.full(30, 0.5, np.float32)
+    message = (
+        r"`sample_weight` must be whole numbers .* `dtype=jnp.float32`.*; found 0.5 at index 0"
+    )
+    for state in (
+        streaming.BinnedCurve.empty(5),
+        streaming.ConfusionState.empty(thresholds=[0.5]),
+        streaming.Collection({"at": streaming.ConfusionState.empty(thresholds=[0.5])}),
+    ):
+        with pytest.raises(ValueError, match=message):
+            state.update(scores, labels, sample_weight=half)
+    with pytest.raises(ValueError, match=message):
+        streaming.ConfusionState.empty(num_classes=2).update(labels, labels, sample_weight=half)
+    # NaN and negative weights keep their own errors
+    with pytest.raises(ValueError, match=r"`sample_weight` must be finite"):
+        streaming.BinnedCurve.empty(5).update(scores, labels, sample_weight=half * np.nan)
+    # under jit: the batch is refused and counted, the results NaN, the types kept
+    update = jax.jit(lambda state, w: state.update(scores, labels, sample_weight=w))
+    refused = update(streaming.BinnedCurve.empty(5), half)
+    assert int(refused.num_bad_batches) == 1 and int(refused.tp.sum()) == 0
+    assert refused.tp.dtype == streaming.BinnedCurve.empty(5).tp.dtype
+    assert np.isnan(float(refused.compute()["roc_auc"]))
+    # whole float weights are counted exactly in the integer counts, eagerly and under jit
+    unweighted = streaming.BinnedCurve.empty(5).update(scores, labels)
+    for doubled in (
+        streaming.BinnedCurve.empty(5).update(scores, labels, sample_weight=2 * half + 1),
+        update(streaming.BinnedCurve.empty(5), 2 * half + 1),
+    ):
+        assert doubled.tp.dtype == unweighted.tp.dtype
+        np.testing.assert_array_equal(doubled.tp, 2 * np.asarray(unweighted.tp))
+
+
+def test_the_first_compute_of_a_state_compiles_one_program(rng, caplog):
+    scores, labels = batches(rng, 1, 30)[0]
+    states = {  # configurations of their own: no program compiled by another test
+        "binned": streaming.BinnedCurve.empty(17, low=-1.5, high=2.5).update(scores, labels),
+        "binary": streaming.ConfusionState.empty(thresholds=[0.25, 0.75]).update(scores, labels),
+        "multiclass": streaming.ConfusionState.empty(num_classes=4).update(labels, labels),
+        "exact": streaming.ExactCurve.empty(33).update(scores, labels),
+        "collection": streaming.Collection(
+            {
+                "curve": streaming.BinnedCurve.empty(19),
+                "at": streaming.ConfusionState.empty(thresholds=[0.3]),
+            }
+        ).update(scores, labels),
+    }
+
+    def compiled(state):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING), jax.log_compiles():
+            jax.block_until_ready(state.compute())
+        return [r.getMessage() for r in caplog.records if r.getMessage().startswith("Compiling")]
+
+    for name, state in states.items():
+        first = compiled(state)
+        assert len(first) <= 3 and any("jit(compute)" in m for m in first), (name, first)
+        assert compiled(state) == [], name
+
+
+def test_a_state_given_one_column_of_logits_names_the_shape(rng):
+    scores, labels = batches(rng, 1, 30)[0]
+    message = r"`scores` has shape \(30, 1\); samples lie on the last axis.*`scores\[\.\.\., 0\]`"
+    for update in (
+        streaming.BinnedCurve.empty(5).update,
+        jax.jit(streaming.ExactCurve.empty(40).update),
+        streaming.Collection({"at": streaming.ConfusionState.empty(thresholds=[0.5])}).update,
+    ):
+        with pytest.raises(ValueError, match=message):
+            update(scores[:, None], labels)

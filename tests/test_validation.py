@@ -1,3 +1,4 @@
+import functools
 import math
 import warnings
 
@@ -219,3 +220,105 @@ def test_labels_first_in_scikit_learns_order_is_warned_once(monkeypatch):
         jm.roc_auc(hard.astype(np.float32), labels)  # float scores are never suspected
     with pytest.raises(ValueError, match=r"found 2 at index 0\. \(The scores come first"):
         jm.average_precision(np.array([0.0, 1, 1, 0]), np.array([2, 1, 1, 0]))
+
+
+def test_the_one_check_raises_eagerly_and_marks_each_batch_element_under_jit():
+    """`checks.check` owns the regimes: a known bad value raises naming the argument, the value
+    and its index; traced, the same rule gives one flag per batch element."""
+    from jaxmetrics._src.core import checks
+
+    labels = np.array([[0, 1, 1], [1, 2, 0]])
+    with pytest.raises(
+        ValueError, match=r"`labels` must contain only 0 and 1.*found 2 at index \(1, 1\)\.$"
+    ):
+        checks.check(labels, "labels", checks.BINARY)
+    flags = jax.jit(lambda v: checks.check(v, "labels", checks.BINARY))(labels)
+    assert np.asarray(flags).tolist() == [False, True]
+    # a scalar has no index; an option says what it got
+    with pytest.raises(ValueError, match=r"`auc` must be in \[0, 1\]; found 1\.5\.$"):
+        checks.check(1.5, "auc", checks.UNIT_INTERVAL, sample_axes=0)
+    with pytest.raises(ValueError, match=r"`margin` must be finite; got inf\.$"):
+        checks.check(math.inf, "margin", checks.FINITE_VALUE, sample_axes=0, option=True)
+    # a row whose integer weights overflow int32 counts is named by its row
+    weights = np.array([[1, 1], [2**30, 2**30]], np.int32)
+    total = r"int32 counts.*found a total of 2\.14748e\+09 at index 1\.$"
+    with pytest.raises(ValueError, match=total):
+        checks.check_weights(weights)
+
+
+# ----------------------------------------------------------------------------- issue 28: shapes
+# A sample axis of length 1 under batch axes is n one-sample rows, never what was meant: every
+# binary metric raises at trace time, naming the shape, the rule and the fix. One wording names
+# every shape; [n, C] class scores get the multiclass function's name.
+
+ONE_COLUMN = r"`scores` has shape \(40, 1\); samples lie on the last axis, leading axes are batch"
+
+
+@pytest.mark.parametrize(
+    "metric",
+    [
+        jm.roc_auc,
+        jm.average_precision,
+        jm.roc_curve,
+        jm.precision_recall_curve,
+        lambda s, y: jm.confusion_counts(s, y, [0.5]),
+        lambda s, y: jm.precision_at_k(s, y, k=3),
+        lambda s, y: jm.max_f_beta(s, y),
+    ],
+)
+def test_one_column_of_scores_raises_eagerly_and_under_jit(metric):
+    rng = np.random.default_rng(1)
+    scores, labels = rng.random(40).astype(np.float32), (rng.random(40) < 0.5).astype(np.int32)
+    for call in (metric, jax.jit(metric)):
+        with pytest.raises(
+            ValueError, match=ONE_COLUMN + r".*pass `scores\[\.\.\., 0\]`, shape \(40,\)"
+        ):
+            call(scores[:, None], labels)
+        with pytest.raises(ValueError, match=r"`labels` has shape \(40, 1\)"):
+            call(scores, labels[:, None])
+    assert np.asarray(metric(scores, labels)).size > 0  # one column as [n]: fine
+
+
+def test_class_scores_given_to_a_binary_metric_name_the_multiclass_function():
+    rng = np.random.default_rng(2)
+    probs = rng.dirichlet(np.ones(3), 30).astype(np.float32)
+    labels = rng.integers(0, 2, 30)
+    same = r"`labels` must have the same number of samples \(the last axis\) as `scores`: "
+    shapes = r"`labels` has shape \(30,\), `scores` has shape \(30, 3\); samples lie on the last"
+    for metric, multiclass in (
+        (jm.roc_auc, "multiclass_roc_auc"),
+        (jm.average_precision, "multiclass_average_precision"),
+        (lambda s, y: jm.confusion_counts(s, y, 0.5), "confusion_matrix"),
+    ):
+        with pytest.raises(ValueError, match=same + shapes + r".*is binary.*" + multiclass):
+            metric(probs, labels)
+    with pytest.raises(ValueError, match=r"`roc_auc` is binary.*`scores\[\.\.\., 1\]`"):
+        jax.jit(jm.roc_auc)(probs[:, :2], labels)
+    # a plain mismatch keeps the plain wording, with both shapes and the rule
+    with pytest.raises(ValueError, match=same + r"`labels` has shape \(5,\), `scores` has shape"):
+        jm.roc_auc(probs[:, 0], labels[:5])
+
+
+def test_bootstrap_says_a_metric_must_take_sample_weight():
+    key = jax.random.key(0)
+
+    def unweighted(scores, labels):
+        return (scores * labels).mean()
+
+    message = (
+        r"`metric` must take a keyword argument `sample_weight`; `unweighted\(scores, labels\)` "
+        r"does not\. The bootstrap resamples by weights"
+    )
+    with pytest.raises(TypeError, match=message):
+        jm.bootstrap(unweighted, SCORES, LABELS, key=key, num_resamples=10)
+    # a `sample_weight` keyword, **options, or a partial of a metric: accepted
+
+    def weighted_mean(scores, labels, **options):
+        weights = options["sample_weight"]
+        return (scores * labels * weights).sum() / weights.sum()
+
+    result = jm.bootstrap(weighted_mean, SCORES, LABELS, key=key, num_resamples=10)
+    assert float(result.estimate) == pytest.approx(float((SCORES * LABELS).mean()))
+    partial = functools.partial(jm.roc_auc, max_fpr=0.5)
+    result = jm.bootstrap(partial, SCORES, LABELS, key=key, num_resamples=10)
+    assert float(result.estimate) == pytest.approx(skm.roc_auc_score(LABELS, SCORES, max_fpr=0.5))

@@ -2,10 +2,11 @@
 
 `read` loads and checks the file (numpy and the standard library only, so bad input fails fast,
 before JAX starts); `evaluate` computes every number with the library's public functions into
-the typed `result.Report` (it imports JAX, so this package leaves it to be imported by name:
-`jaxmetrics.report.evaluate`); `render` lays it out as text and `plots` draws it;
-`command` runs them in order: the text and the JSON first, then the plots, each of which
-may fail alone.
+the typed `result.Report`, the bootstrap in `ranking`, whose programs `programs` keeps between
+runs (these import JAX, so this package leaves them to be imported by name:
+`jaxmetrics.report.evaluate`); `render` lays it out as text and `plots` draws it; `command`
+runs them in order: the text and the JSON first, then the plots, each of which may fail alone.
+`cli` is the command line on top.
 """
 
 from jaxmetrics.report.command import run as run

@@ -98,37 +98,52 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     return parser, report
 
 
-def cache_directory() -> Path:
-    """Where compiled programs are kept: $XDG_CACHE_HOME/jaxmetrics/jax, or
-    ~/.cache/jaxmetrics/jax."""
+def cache_root() -> Path:
+    """The command line's caches: $XDG_CACHE_HOME/jaxmetrics, or ~/.cache/jaxmetrics."""
     base = os.environ.get("XDG_CACHE_HOME", "")
-    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
-    return root / "jaxmetrics" / "jax"
+    return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "jaxmetrics"
 
 
-def _use_compilation_cache() -> bool:
-    """Keep compiled programs on disk with JAX's persistent compilation cache, so a second run
-    compiles only the programs that call numpy back (JAX keeps none of those).
+def cache_directory() -> Path:
+    """Where compiled programs are kept (JAX's persistent compilation cache)."""
+    return cache_root() / "jax"
 
-    A cache the user chose (JAX_COMPILATION_CACHE_DIR) is used as it is. Ours is made private
-    (0700) and used only if this user owns it: a cache is code that runs. Returns whether a
-    cache is in use."""
-    import jax
 
-    if jax.config.jax_compilation_cache_dir:  # the user chose JAX's cache
-        return True
-    directory = cache_directory()
+def programs_directory() -> Path:
+    """Where the report's exported programs are kept (`programs.ProgramStore`)."""
+    return cache_root() / "programs"
+
+
+def _private(directory: Path) -> bool:
+    """Make `directory` private (0700) if it is new; whether it is this user's and writable: a
+    cache holds code that runs."""
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         owner = directory.stat().st_uid
     except OSError:
         return False  # no writable cache: run without one rather than fail
-    if owner != os.getuid() or not os.access(directory, os.W_OK):
-        return False
-    jax.config.update("jax_compilation_cache_dir", str(directory))
-    # the report's programs compile in well under JAX's default 1 s floor: keep them all
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-    return True
+    return owner == os.getuid() and os.access(directory, os.W_OK)
+
+
+def _use_caches():
+    """Keep compiled programs on disk with JAX's persistent compilation cache, so a second run
+    compiles only the programs that call numpy back (JAX keeps none of those), and the report's
+    own exported programs beside it, so that it does not trace them again.
+
+    A cache the user chose (JAX_COMPILATION_CACHE_DIR) is used as it is. Ours are made private
+    (0700) and used only if this user owns them. Returns the `command.Caches` in use."""
+    import jax
+
+    from jaxmetrics.report.command import Caches
+
+    if not jax.config.jax_compilation_cache_dir:  # else: the user chose JAX's cache
+        if not _private(cache_directory()):
+            return Caches(compiled=False, programs=None)
+        jax.config.update("jax_compilation_cache_dir", str(cache_directory()))
+        # the report's programs compile in well under JAX's default 1 s floor: keep them all
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    programs = programs_directory()
+    return Caches(compiled=True, programs=programs if _private(programs) else None)
 
 
 # where numpy runs inside a compiled program: the library's host kernels, JAX's callbacks
@@ -260,7 +275,7 @@ def _report(args: argparse.Namespace, prog: str) -> tuple[int, str | None]:
     use_cache = not (args.no_cache or os.environ.get("JAXMETRICS_NO_CACHE", "") not in ("", "0"))
     try:
         # programs are kept in JAX's persistent cache, but for those calling numpy back
-        return report.run(args, before_jax=_use_compilation_cache if use_cache else None), None
+        return report.run(args, before_jax=_use_caches if use_cache else None), None
     except report.ReportError as error:
         return 2, f"{prog}: error: {error}"
     except OSError as error:  # an unreadable file, an output that could not be written

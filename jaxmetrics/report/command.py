@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
 from jaxmetrics import __version__
 from jaxmetrics.report.plots import FILES, figure, pyplot, save
@@ -192,18 +192,26 @@ def _options(args) -> None:
 XLA_KERNELS_ROWS = 50_000
 
 
+class Caches(NamedTuple):
+    """The caches a report runs with: JAX's persistent compilation cache, and a private
+    directory for the report's exported programs (`programs.ProgramStore`), or None."""
+
+    compiled: bool
+    programs: Path | None
+
+
 def run(
     args,
     out: TextIO | None = None,
     err: TextIO | None = None,
-    before_jax: Callable[[], object] | None = None,
+    before_jax: Callable[[], Caches] | None = None,
 ) -> int:
     """Run the report for parsed command-line `args`: 0, or 1 when a plot failed (the text and
     JSON are complete); `ReportError` for bad input or options.
 
     The options, the output paths and the input are checked first, with numpy alone, so bad
-    input fails before JAX starts (about 0.7 s); `before_jax` (the command line's choice of a
-    compilation cache) is called just before JAX is imported."""
+    input fails before JAX starts (about 0.7 s); `before_jax` (the command line's choice of
+    caches) is called just before JAX is imported."""
     out, err = out or sys.stdout, err or sys.stderr
     _options(args)
     check_output_paths(args.json, args.plots)
@@ -229,21 +237,24 @@ def run(
         calibration_bins=CALIBRATION_BINS,
         jaxmetrics_version=__version__,
     )
-    cached = bool(before_jax()) if before_jax is not None else False
+    caches = before_jax() if before_jax is not None else Caches(compiled=False, programs=None)
     import contextlib
 
     import jaxmetrics as jm
+    import jaxmetrics.report.programs as programs
     from jaxmetrics.report.evaluate import evaluate  # JAX starts here
 
     # JAX's persistent cache keeps no program that calls numpy back (the CPU's host kernels):
-    # with a cache, small data is evaluated with XLA's own kernels, whose programs it keeps
-    # (at 4,000 rows they run about as fast; past ~50,000 numpy's sort pays for compiling)
-    small = table.labels.shape[-1] <= XLA_KERNELS_ROWS
-    choice = jm.xla_kernels() if cached and small else contextlib.nullcontext()
+    # with a cache, small data is evaluated with XLA's own kernels, whose programs it keeps and
+    # `jax.export` can keep (at 4,000 rows the bootstrap takes about twice as long with them,
+    # far less than compiling its numpy-kernel program again; past ~50,000 numpy's sort pays)
+    xla = caches.compiled and table.labels.shape[-1] <= XLA_KERNELS_ROWS
+    kept = caches.programs if xla and programs.available() else None
+    choice = jm.xla_kernels() if xla else contextlib.nullcontext()
     progress = None if args.quiet else Progress(err)
     try:
         with choice:
-            report = evaluate(table, metadata, progress=progress)
+            report = evaluate(table, metadata, progress=progress, programs=kept)
     finally:
         if progress is not None:
             progress.close()

@@ -1,9 +1,9 @@
 """Every number of the report, computed once with the public `jaxmetrics` functions.
 
-Scores arrive as float64 numpy arrays: the library's eager ranking functions (AUC, AP, curves,
-counts, threshold searches, DeLong, and the bootstrap of those) rank them exactly. Results are
-stored as plain Python floats with the precision they were computed in: a float32 value is kept
-as its shortest decimal (0.8125, not 0.8125000238418579), a float64 value in full.
+Scores arrive as float64 numpy arrays: the library's eager functions (curves, counts, threshold
+searches, calibration, DeLong) rank them exactly, and the bootstrap (`ranking`) sees their exact
+order keys. Results are stored as plain Python floats with the precision they were computed in
+(`result.number`).
 """
 
 from __future__ import annotations
@@ -11,35 +11,33 @@ from __future__ import annotations
 import contextvars
 import threading
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from pathlib import Path
+from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 import jaxmetrics as jm
-from jaxmetrics._src.mesh import recipe
-from jaxmetrics._src.metrics.operating_points import SensitivitiesAt
-from jaxmetrics._src.stats import bootstrap
+from jaxmetrics.report.programs import ProgramStore
+from jaxmetrics.report.ranking import Ranking, evaluate_ranking, order_keys
 from jaxmetrics.report.read import Table
 from jaxmetrics.report.result import (
     AucDifference,
-    AucInterval,
     Calibration,
-    Clinical,
     Comparison,
     Data,
     Difference,
-    Interval,
     Metadata,
     ModelReport,
     OperatingPoint,
     PrPoints,
     ReliabilityBin,
     Report,
-    RocBand,
     RocPoints,
     estimate_outside,
+    has_intervals,
+    interval_or_nan,
+    number,
+    numbers,
 )
 
 # A curve keeps at most this many points in the report (and its JSON): more than a plot resolves.
@@ -47,41 +45,10 @@ MAX_CURVE_POINTS = 2000
 Progress = Callable[[str, int, int], None]
 
 
-def number(value) -> float:
-    """A scalar as a Python float, rounded to the precision it was computed in."""
-    array = np.asarray(value)
-    if array.dtype == np.float64 or array.dtype.kind in "biu":
-        return float(array)
-    return float(str(array.astype(np.float32)[()]))  # shortest decimal that is this float32
-
-
-def numbers(values) -> tuple[float, ...]:
-    return tuple(number(v) for v in np.asarray(values).reshape(-1))
-
-
-def seed_key(seed: int):
-    """A threefry key for a seed of up to 64 bits (jax.random.key keeps only 32 without x64)."""
-    words = np.array([seed >> 32, seed & 0xFFFFFFFF], np.uint32)
-    return jax.random.wrap_key_data(words, impl="threefry2x32")
-
-
 def evaluate_data(labels: np.ndarray) -> Data:
     n, positives = int(labels.size), int(labels.sum())
     prevalence = positives / n
     return Data(n, positives, n - positives, prevalence, max(prevalence, 1 - prevalence))
-
-
-def has_intervals(data: Data) -> bool:
-    """Whether AUC/AP intervals mean anything: DeLong's variance needs two of each class, and a
-    bootstrap of a single positive (or negative) can only copy it, giving a spurious [1, 1]."""
-    return min(data.positives, data.negatives) >= 2
-
-
-def _interval_or_nan(values: tuple[float, ...], data: Data) -> tuple[float, ...]:
-    """(estimate, low, high, ...) with everything after the estimate NaN when too few rows."""
-    if has_intervals(data):
-        return values
-    return (values[0],) + (float("nan"),) * (len(values) - 1)
 
 
 def evaluate_operating_points(
@@ -191,143 +158,42 @@ def evaluate_curves(scores: np.ndarray, labels: np.ndarray) -> tuple[RocPoints, 
     return roc_points, pr_points
 
 
-# The high-specificity region: the partial AUC over specificity >= 0.9 and the sensitivity at
-# 90% and 95% specificity; the ROC band: sensitivity intervals at these specificities.
-PARTIAL_FPR = (0.0, 0.1)
-CLINICAL_SPECIFICITIES = (0.90, 0.95)
-BAND_SPECIFICITIES = tuple(k / 20 for k in range(21))
-_SENSITIVITIES = SensitivitiesAt(CLINICAL_SPECIFICITIES + BAND_SPECIFICITIES)
-
-
-# the reader has checked the input: the bootstrap takes the estimate from its compiled loop,
-# and the panel's eager call (four more programs, 0.7 s of a warm run) is left out
-@bootstrap.estimate_in_loop
-@recipe.order_only
-def _ranking_panel(scores, labels, *, sample_weight=None):
-    """Every bootstrapped ranking number of a model on a last axis: ROC AUC, AP, the partial
-    AUC, then the sensitivities at the clinical and band specificities. One bootstrap and one
-    compiled program serve them all, so all intervals come from the same resamples (the
-    metrics depend on the order of the scores only, so it is marked so)."""
-    weights = dict(sample_weight=sample_weight)
-    return jnp.concatenate(
-        [
-            jnp.stack(
-                [
-                    jm.roc_auc(scores, labels, **weights),
-                    jm.average_precision(scores, labels, **weights),
-                    jm.partial_roc_auc(
-                        scores, labels, fpr_range=PARTIAL_FPR, correct=True, **weights
-                    ),
-                ],
-                axis=-1,
-            ),
-            _SENSITIVITIES(scores, labels, **weights),
-        ],
-        axis=-1,
-    )
-
-
-class Ranking(NamedTuple):
-    """Each model's ROC AUC, AP and clinical numbers with intervals, its ROC band, and the
-    bootstrap samples of AUC and AP (the paired comparison reuses them: both models were scored
-    on the same resamples)."""
-
-    roc_auc: list[AucInterval]
-    average_precision: list[Interval]
-    clinical: list[Clinical]
-    roc_band: list[RocBand]
-    auc_samples: jm.BootstrapResult
-    ap_samples: jm.BootstrapResult
-
-
-def _interval(result: jm.BootstrapResult, m: int, k: int, data: Data) -> Interval:
-    """Model `m`'s metric `k` of a bootstrap `result` with fields [M, K] (samples [B, M, K])."""
-    values = numbers([result.estimate[m, k], result.low[m, k], result.high[m, k]])
-    values = _interval_or_nan(values, data)
-    undefined = int(np.isnan(result.samples[:, m, k]).sum())
-    return Interval(*values, undefined, estimate_outside(*values))
-
-
-def evaluate_ranking(
-    scores: np.ndarray,
-    labels: np.ndarray,
-    data: Data,
-    metadata: Metadata,
-    progress: Progress | None = None,
-    clusters: np.ndarray | None = None,
-) -> Ranking:
-    """Bootstrap (percentile) intervals of ROC AUC, AP and the clinical numbers, the ROC band,
-    and DeLong's interval of the AUC (clustered data: whole clusters resampled)."""
-
-    label = "ROC AUC, average precision and sensitivities"
-    tick = None if progress is None else (lambda done, total: progress(label, done, total))
-    panel = jm.bootstrap(
-        _ranking_panel,
-        scores,
-        labels,
-        key=seed_key(metadata.seed),
-        num_resamples=metadata.resamples,
-        groups=clusters,
-        progress=tick,
-    )
-    # numpy from here on: indexing device arrays would compile one small program per shape
-    panel = jm.BootstrapResult(*(np.asarray(field) for field in panel))
-    auc, ap = (jm.BootstrapResult(*(field[..., k] for field in panel)) for k in (0, 1))
-    clinical, bands = [], []
-    first_band = 3 + len(CLINICAL_SPECIFICITIES)
-    for m in range(scores.shape[0]):
-        clinical.append(Clinical(*(_interval(panel, m, k, data) for k in (2, 3, 4))))
-        band = [numbers(field[m, first_band:]) for field in panel[:3]]
-        if not has_intervals(data):
-            band[1] = band[2] = (float("nan"),) * len(BAND_SPECIFICITIES)
-        bands.append(RocBand(BAND_SPECIFICITIES, *band))
-    nan = [float("nan")] * scores.shape[0]
-    delong_low, delong_high = nan, nan
-    if has_intervals(data) and clusters is None:  # DeLong's variance needs independent rows
-        delong = jm.delong(scores, labels)
-        delong_low, delong_high = numbers(np.asarray(delong.low)), numbers(np.asarray(delong.high))
-    aucs, aps = [], []
-    for m in range(scores.shape[0]):
-        interval = _interval(panel, m, 0, data)
-        aucs.append(
-            AucInterval(
-                *interval[:3],
-                delong_low[m],
-                delong_high[m],
-                interval.undefined_resamples,
-                interval.estimate_outside_interval,
-            )
-        )
-        aps.append(_interval(panel, m, 1, data))
-    return Ranking(aucs, aps, clinical, bands, auc, ap)
+def evaluate_delong(
+    scores: np.ndarray, labels: np.ndarray, data: Data, clustered: bool
+) -> tuple[tuple[float, ...], tuple[float, ...], dict[tuple[int, int], tuple[float, ...]]]:
+    """DeLong's interval of each model's AUC (lows, highs) and DeLong's test of every pair
+    (z, p, low, high); NaN where it has no meaning: with clusters (it needs independent rows)
+    or too few of a class."""
+    models = range(scores.shape[0])
+    pairs = [(first, second) for first in models for second in models if first < second]
+    if not has_intervals(data) or clustered:
+        nan = (float("nan"),) * scores.shape[0]
+        return nan, nan, {pair: (float("nan"),) * 4 for pair in pairs}
+    delong = jm.delong(scores, labels)
+    tests = {(i, j): numbers(jm.delong_test(scores[i], scores[j], labels)) for i, j in pairs}
+    return numbers(np.asarray(delong.low)), numbers(np.asarray(delong.high)), tests
 
 
 def evaluate_comparison(
-    scores: np.ndarray,
-    labels: np.ndarray,
     names: list[str],
     ranking: Ranking,
     data: Data,
-    clustered: bool = False,
+    tests: dict[tuple[int, int], tuple[float, ...]],
 ) -> tuple[Comparison, ...]:
     """Every pair of models on the same rows: paired bootstrap differences and DeLong's test."""
     comparisons = []
-    for first in range(len(names)):
-        for second in range(first + 1, len(names)):
-            test = [float("nan")] * 4
-            if has_intervals(data) and not clustered:  # DeLong needs independent rows
-                test = numbers(jm.delong_test(scores[first], scores[second], labels))
-            pair = dict(first=first, second=second)
-            auc = _interval_or_nan(numbers(jm.paired_difference(ranking.auc_samples, **pair)), data)
-            ap = _interval_or_nan(numbers(jm.paired_difference(ranking.ap_samples, **pair)), data)
-            comparisons.append(
-                Comparison(
-                    names[first],
-                    names[second],
-                    AucDifference(*auc, *test, estimate_outside(*auc[:3])),
-                    Difference(*ap, estimate_outside(*ap[:3])),
-                )
+    for (first, second), test in tests.items():
+        pair = dict(first=first, second=second)
+        auc = interval_or_nan(numbers(jm.paired_difference(ranking.auc_samples, **pair)), data)
+        ap = interval_or_nan(numbers(jm.paired_difference(ranking.ap_samples, **pair)), data)
+        comparisons.append(
+            Comparison(
+                names[first],
+                names[second],
+                AucDifference(*auc, *test, estimate_outside(*auc[:3])),
+                Difference(*ap, estimate_outside(*ap[:3])),
             )
+        )
     return tuple(comparisons)
 
 
@@ -375,74 +241,87 @@ class _InBackground:
         return value
 
 
-def evaluate(table: Table, metadata: Metadata, *, progress: Progress | None = None) -> Report:
+def evaluate(
+    table: Table,
+    metadata: Metadata,
+    *,
+    progress: Progress | None = None,
+    programs: Path | None = None,
+) -> Report:
     """Every number of the report (what --json writes) for `table`, as `metadata` says.
 
-    The bootstrap (with DeLong) runs on a thread of its own while this one computes the rest:
-    XLA compiles and runs without Python's lock, so on two cores the compilations overlap. An
-    error here stops that thread and waits for it; Ctrl-C only tells it to stop (at its next
-    step, which may be a compilation away) and returns at once: the command line then leaves
-    the process without waiting (`cli.main`)."""
+    The bootstrap runs on a thread of its own while this one computes the rest: XLA compiles
+    and runs without Python's lock, so on two cores the work overlaps. With `programs` (a
+    private directory), the bootstrap's panel is kept there between runs (`ranking`); when
+    it was kept, this thread lets the bootstrap's Python work (lowering it, loading it from
+    JAX's cache) go first, and starts when its first resamples are done: the two threads would
+    only hold each other up for Python's lock, and the bootstrap is the longer. An error here
+    stops that thread and waits for it; Ctrl-C only tells it to stop (at its next step, which
+    may be a compilation away) and returns at once: the command line then leaves the process
+    without waiting (`cli.main`)."""
     labels, names = table.labels, list(table.models)
     scores = np.stack([table.models[name] for name in names]).astype(np.float64)
     data = evaluate_data(labels)
+    keys = order_keys(scores)
+    turn = threading.Event()  # this thread's turn: the bootstrap is running, or is compiling
+    store = None if programs is None else ProgramStore(programs, on_miss=turn.set)
     background: _InBackground
 
     def checked(label: str, done: int, total: int) -> None:
+        turn.set()
         if background.cancelled.is_set():
             raise _Cancelled
         if progress is not None:
             progress(label, done, total)
 
-    background = _InBackground(
-        lambda: evaluate_ranking(scores, labels, data, metadata, checked, table.clusters)
-    )
+    def ranking() -> Ranking:
+        try:
+            return evaluate_ranking(keys, labels, data, metadata, checked, table.clusters, store)
+        finally:
+            turn.set()
+
+    background = _InBackground(ranking)
+    clustered = table.clusters is not None
     try:
         background.start()
-        models = _evaluate_models(metadata, scores, labels, names, background)
+        if store is not None:
+            turn.wait()
+        parts = {name: _evaluate_model(metadata, scores[m], labels) for m, name in enumerate(names)}
+        delong_low, delong_high, tests = evaluate_delong(scores, labels, data, clustered)
     except KeyboardInterrupt:
         background.cancelled.set()
         raise
     except BaseException:
         background.stop()
         raise
-    clustered = table.clusters is not None
-    ranking = background.result()
-    comparison = evaluate_comparison(scores, labels, names, ranking, data, clustered)
-    return Report(metadata, data, models, comparison)
-
-
-def _evaluate_models(
-    metadata: Metadata,
-    scores: np.ndarray,
-    labels: np.ndarray,
-    names: list[str],
-    background: _InBackground,
-) -> dict[str, ModelReport]:
-    """Each model's numbers: its own sections here, its ranking numbers from `background`.
-
-    Calibration (and the Bayes threshold) are for a model whose scores are all probabilities
-    in [0, 1]: one column of logits leaves the others' calibration in place."""
-    models, parts = {}, {}
-    for m, name in enumerate(names):
-        is_probability = bool(np.all((scores[m] >= 0) & (scores[m] <= 1)))
-        calibration = None
-        if is_probability:
-            calibration = evaluate_calibration(scores[m], labels, metadata.calibration_bins)
-        roc_points, pr_points = evaluate_curves(scores[m], labels)
-        thresholds = evaluate_operating_points(scores[m], labels, metadata, is_probability)
-        parts[name] = (calibration, roc_points, pr_points, thresholds)
-    ranking = background.result()
+    bootstrapped = background.result()
+    models = {}
     for m, name in enumerate(names):
         calibration, roc_points, pr_points, thresholds = parts[name]
+        auc = bootstrapped.roc_auc[m]._replace(delong_low=delong_low[m], delong_high=delong_high[m])
         models[name] = ModelReport(
-            roc_auc=ranking.roc_auc[m],
-            average_precision=ranking.average_precision[m],
-            clinical=ranking.clinical[m],
+            roc_auc=auc,
+            average_precision=bootstrapped.average_precision[m],
+            clinical=bootstrapped.clinical[m],
             thresholds=thresholds,
             calibration=calibration,
             roc_curve=roc_points,
-            roc_band=ranking.roc_band[m],
+            roc_band=bootstrapped.roc_band[m],
             precision_recall_curve=pr_points,
         )
-    return models
+    comparison = evaluate_comparison(names, bootstrapped, data, tests)
+    return Report(metadata, data, models, comparison)
+
+
+def _evaluate_model(metadata: Metadata, scores: np.ndarray, labels: np.ndarray) -> tuple:
+    """A model's own sections: calibration, curves and operating points.
+
+    Calibration (and the Bayes threshold) are for a model whose scores are all probabilities
+    in [0, 1]: one column of logits leaves the others' calibration in place."""
+    is_probability = bool(np.all((scores >= 0) & (scores <= 1)))
+    calibration = None
+    if is_probability:
+        calibration = evaluate_calibration(scores, labels, metadata.calibration_bins)
+    roc_points, pr_points = evaluate_curves(scores, labels)
+    thresholds = evaluate_operating_points(scores, labels, metadata, is_probability)
+    return calibration, roc_points, pr_points, thresholds

@@ -1,7 +1,8 @@
 """The report's numbers as typed results: `evaluate` builds them, `render` and `plots` read them.
 
 Every field is a plain Python value (float, int, str, bool, tuple or another of these tuples),
-so `to_json` is a recursive `_asdict()`. Undefined values are NaN here and null in the JSON.
+so `to_json` is a recursive `_asdict()`; `number` makes a computed scalar one, in the precision
+it was computed in. Undefined values are NaN here and null in the JSON.
 
 Every bootstrap interval comes with `estimate_outside_interval`: a percentile interval is the
 spread of the metric over resamples, and where the metric is biased on resamples (binned ECE on
@@ -15,6 +16,21 @@ from __future__ import annotations
 import json
 import math
 from typing import Any, NamedTuple
+
+import numpy as np
+
+
+def number(value) -> float:
+    """A computed scalar as a Python float, rounded to the precision it was computed in: a
+    float32 as its shortest decimal (0.8125, not 0.8125000238418579), a float64 in full."""
+    array = np.asarray(value)
+    if array.dtype == np.float64 or array.dtype.kind in "biu":
+        return float(array)
+    return float(str(array.astype(np.float32)[()]))  # shortest decimal that is this float32
+
+
+def numbers(values) -> tuple[float, ...]:
+    return tuple(number(v) for v in np.asarray(values).reshape(-1))
 
 
 def estimate_outside(estimate: float, low: float, high: float) -> bool:
@@ -45,6 +61,19 @@ class Data(NamedTuple):
     negatives: int
     prevalence: float
     majority_baseline_accuracy: float
+
+
+def has_intervals(data: Data) -> bool:
+    """Whether AUC/AP intervals mean anything: DeLong's variance needs two of each class, and a
+    bootstrap of a single positive (or negative) can only copy it, giving a spurious [1, 1]."""
+    return min(data.positives, data.negatives) >= 2
+
+
+def interval_or_nan(values: tuple[float, ...], data: Data) -> tuple[float, ...]:
+    """(estimate, low, high, ...) with everything after the estimate NaN when too few rows."""
+    if has_intervals(data):
+        return values
+    return (values[0],) + (float("nan"),) * (len(values) - 1)
 
 
 class AucInterval(NamedTuple):

@@ -13,13 +13,14 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import validation
+from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.options import check_real
 from jaxmetrics._src.core.typing import Array
 
 
 def check_level(value: Any, name: str) -> float:
-    """A floor such as `min_precision`: a number in [0, 1] (`validation.check_real`)."""
-    value = validation.check_real(value, name)
+    """A floor such as `min_precision`: a number in [0, 1] (`options.check_real`)."""
+    value = check_real(value, name)
     if not 0 <= value <= 1:
         raise ValueError(f"`{name}` must be a number in [0, 1]; got {value!r}.")
     return float(value)
@@ -36,7 +37,7 @@ def split_level(level: float) -> tuple[float, float]:
     tail the rest rounded down (about 48 bits in all with x64 off, so rates within ~2^-48 of
     `level` below it are let through).
     """
-    dtype = validation.float_dtype()
+    dtype = float_dtype()
     head = float(np.asarray(level, dtype))
     rest = (level - head) - (level - float(np.nextafter(level, -np.inf))) / 2
     tail = np.asarray(rest, dtype)

@@ -3,7 +3,7 @@
 Inputs whose sample (last) axis is split over a mesh -- concrete `jax.Array`s with a
 `NamedSharding`, or, under `jit`, values of meshes with explicit axes (JAX's default for
 ``jax.make_mesh``) -- are either ranked where they are (AUC and average precision:
-`sharded.py`) or made whole on every device first (`replicate`: every other function, O(n)
+`mesh/forms.py`) or made whole on every device first (`replicate`: every other function, O(n)
 memory per device, the same numbers). Under `jit`, arrays of meshes with auto axes (a classic
 ``Mesh(devices, names)``) are left to XLA's partitioner, which does its own gathering; eagerly
 their concrete sharding says where the samples are, as for explicit axes.

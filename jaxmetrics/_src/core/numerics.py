@@ -1,14 +1,21 @@
-"""Numerics shared by every layer: `safe_divide`, the one division of the library."""
+"""Numerics shared by every layer: the float type of results, and `safe_divide`, the one
+division of the library."""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-from jaxmetrics._src.core import validation
 from jaxmetrics._src.core.typing import Array, ArrayLike
+
+
+def float_dtype() -> Any:
+    """Float type of results: float64 whenever x64 is on (results are float64 end to end), else
+    float32 (counts stay exact integers; only ratios of them are float)."""
+    return jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
 
 
 def safe_divide(
@@ -44,7 +51,7 @@ def safe_divide(
       >>> float(jm.safe_divide(2, 0, zero_division=0.0))
       0.0
     """
-    dtype = validation.float_dtype()
+    dtype = float_dtype()
     numerator = jnp.asarray(numerator, dtype)
     denominator = jnp.asarray(denominator, dtype)
     shape = jnp.broadcast_shapes(numerator.shape, denominator.shape)

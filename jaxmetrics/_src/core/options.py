@@ -9,9 +9,10 @@ import numbers
 from collections.abc import Sequence
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import numpy as np
+
+from jaxmetrics._src.core import checks
 
 
 def check_option(value: Any, name: str, allowed: Sequence[Any]) -> Any:
@@ -48,7 +49,7 @@ def check_real(value: Any, name: str, *, traced: bool = False) -> Any:
         jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.integer)
     )
     if real and np.ndim(value) == 0:
-        if isinstance(value, jax.core.Tracer):
+        if not checks.is_concrete(value):
             if traced:
                 return value
             raise TypeError(

@@ -3,14 +3,16 @@
 Every count in jaxmetrics comes from here. The sort depends on the scores only, never on labels or
 weights, so when a metric is ``vmap``-ed over weight vectors (the bootstrap) JAX leaves the sort
 unbatched and it runs once for all resamples. Everything after the sort is gathers and cumulative
-sums, which are cheap on every backend.
+sums, which are cheap on every backend. (On the CPU, without weights, `rank_and_tally` takes the
+labels into the host sort and returns their prefix sum with it: one callback, and one copy of
+each array between XLA and numpy; score vectors shared by several label vectors are still
+sorted once.)
 
 Layout (1-D kernels; callers lift them over batch axes with ``validation.map_batch``):
 
 * ``Ranked.scores[i]`` is the i-th smallest score;
 * the tie group of position i is ``[group_start[i], group_stop[i])``: tied scores always move
-  together, whichever order the sort left them in (`group_start` is derived in XLA and costs
-  nothing unless a caller uses it);
+  together, whichever order the sort left them in;
 * ``Tallies.positive[j]`` is the weight of positives among the j smallest scores (an exclusive
   prefix sum of length n + 1), so "the positives scoring >= s" is ``positive[n] - positive[a]``
   where a is the first position holding s.
@@ -19,7 +21,6 @@ Layout (1-D kernels; callers lift them over batch axes with ``validation.map_bat
 from __future__ import annotations
 
 import functools
-import sys
 from typing import NamedTuple
 
 import jax
@@ -32,78 +33,27 @@ Array = jax.Array
 
 
 def _host_sort(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(ascending permutation, a sort key in that order whose equality is the scores' equality).
-
-    float32 scores are sorted as packed uint64 words, (monotone image of the float) << 32 | index:
-    numpy's vectorised sort of plain integers is about twice as fast as its argsort at 10^7, and
-    the sorted keys come out of the same words without a gather. Tie order is irrelevant: ties
-    are grouped afterwards.
-    """
-    if scores.dtype != np.float32:
+    """(ascending permutation, a sort key in that order whose equality is the scores' equality,
+    float32 zeros and subnormals all being +0). Tie order is irrelevant: ties are grouped
+    afterwards."""
+    if scores.dtype != np.float32:  # (flushed by the caller: `_host_operand`)
         order = np.argsort(scores, axis=-1)
         return order, np.take_along_axis(scores, order, axis=-1)
-    bits = np.ascontiguousarray(scores).view(np.uint32)
-    # flip negatives entirely and set the sign bit of positives: unsigned order == float order.
-    # One xor with a mask made from the sign (np.where over the two cases took 15 ms at 10^6,
-    # more than half the sort's time; this takes 0.5 ms)
-    key = bits ^ ((bits.view(np.int32) >> 31).view(np.uint32) | np.uint32(0x80000000))
-    packed = (key.astype(np.uint64) << np.uint64(32)) | np.arange(scores.shape[-1], dtype=np.uint64)
-    packed.sort(axis=-1)
-    if sys.byteorder == "little":  # the two 32-bit halves of each word, read in place
-        words = packed.view(np.uint32)
-        return words[..., 0::2], words[..., 1::2]
-    return packed & np.uint64(0xFFFFFFFF), packed >> np.uint64(32)
+
+    def index(payload: np.ndarray) -> None:
+        payload[...] = np.arange(scores.shape[-1], dtype=np.uint32)
+
+    return host_kernels.sort_carrying(scores, scores.shape, index)
 
 
-def _sparse_tie_groups(tied: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """(group_start, group_stop) when few neighbours tie, else None.
-
-    `tied[..., j]` says sorted positions j and j + 1 hold equal scores. Every position starts as
-    its own group ``[i, i + 1)``; only the tied runs are rewritten, which costs a few passes
-    over the few tied pairs instead of running minima and maxima over every position (those
-    took 40% of the rank of 20 x 10^5 continuous scores, measured).
-    """
-    rows = tied.reshape(-1, max(n - 1, 0))
-    pairs = np.flatnonzero(rows)  # flat pair index p = r * (n - 1) + j
-    if pairs.size * 4 > rows.size:
-        return None
-    position = np.arange(n, dtype=np.int32)
-    shape = tied.shape[:-1] + (n,)
-    if pairs.size == 0:  # no ties: every position is its own group
-        group_start = np.broadcast_to(position, shape).copy()
-        return group_start, group_start + 1
-    row, j = np.divmod(pairs, max(n - 1, 1))
-    flat = row * n + j  # flat position of the pair's first element
-    starts_run = np.ones(flat.size, bool)
-    starts_run[1:] = flat[1:] != flat[:-1] + 1
-    run = np.cumsum(starts_run) - 1
-    first = flat[starts_run]  # flat position where each tied run begins
-    last = flat[np.append(starts_run[1:], True)] + 1  # flat position where it ends
-    group_start = np.broadcast_to(position, (rows.shape[0], n)).copy().reshape(-1)
-    group_stop = group_start + 1
-    offset = row * n
-    for members in (flat, flat + 1):  # both elements of every tied pair
-        group_start[members] = first[run] - offset
-        group_stop[members] = last[run] + 1 - offset
-    return group_start.reshape(shape), group_stop.reshape(shape)
-
-
-def _host_rank(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """numpy twin of `_device_rank`: several times faster on CPU than XLA's sort with a payload."""
+def _host_rank(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """numpy twin of `_device_rank` (of `_flush`-ed scores): several times faster on CPU than
+    XLA's sort with a payload. Takes `_host_operand(scores)`."""
     # The callback receives jax Arrays; np.argsort on one would dispatch back to XLA's sort.
     order, ordered = _host_sort(np.asarray(scores))
-    n = order.shape[-1]
-    tied = ordered[..., 1:] == ordered[..., :-1]
-    sparse = _sparse_tie_groups(tied, n) if n > 1 else None
-    if sparse is not None:
-        return order.astype(np.int32), *sparse
-    is_end = np.concatenate([~tied, np.ones(order.shape[:-1] + (1,), bool)], axis=-1)
-    stop = np.where(is_end, np.arange(1, n + 1, dtype=np.int32), np.int32(n))
-    group_stop = np.flip(np.minimum.accumulate(np.flip(stop, -1), axis=-1), -1)
-    is_start = np.concatenate([np.ones(order.shape[:-1] + (1,), bool), is_end[..., :-1]], axis=-1)
-    start = np.where(is_start, np.arange(n, dtype=np.int32), np.int32(0))
-    group_start = np.maximum.accumulate(start, axis=-1)
-    return order.astype(np.int32), group_start.astype(np.int32), group_stop.astype(np.int32)
+    group_start, group_stop = np.empty(order.shape, np.int32), np.empty(order.shape, np.int32)
+    host_kernels.fill_tie_groups(ordered, group_start, group_stop)
+    return order.astype(np.int32), group_start, group_stop
 
 
 def _rank_into(scores: np.ndarray, *, out: list[np.ndarray]) -> None:
@@ -111,8 +61,45 @@ def _rank_into(scores: np.ndarray, *, out: list[np.ndarray]) -> None:
         target[...] = value
 
 
+# From this many samples on, `_rank_and_count_into` sorts the labels with the scores. Below it
+# their gather stays in the cache and costs what carrying them does (measured: the same at 10^5
+# and 3 x 10^5 samples; carrying them 1.2 times faster at 10^6, 1.4 times at 3 x 10^6, where a
+# random gather of the labels cost more than the rest of the kernel but the sort), so small
+# samples take `_host_rank`, the sort of every other kernel.
+CARRY_LABELS_SAMPLES = 1 << 19
+
+
+def _rank_and_count_into(scores: np.ndarray, labels: np.ndarray, *, out: list[np.ndarray]) -> None:
+    """`_host_rank` of `scores` and the exclusive prefix sum of the 0/1 `labels` in its order.
+
+    Large float32 samples carry each label through the sort in the low bit of the payload, next
+    to the index: the labels come out in the ranked order without a gather.
+    """
+    order, group_start, group_stop, positive = out
+    scores, labels = np.asarray(scores), np.asarray(labels)
+    n = order.shape[-1]
+    # (scores shared by several label vectors under vmap are sorted once, by `_host_rank`)
+    if scores.dtype == np.float32 and scores.size == order.size and n >= CARRY_LABELS_SAMPLES:
+
+        def index_and_label(payload: np.ndarray) -> None:  # n < 2^31: int32 indices
+            np.left_shift(np.arange(n, dtype=np.uint32), np.uint32(1), out=payload)
+            np.bitwise_or(payload, labels & np.uint8(1), out=payload, casting="unsafe")
+
+        payload, ordered = host_kernels.sort_carrying(scores, order.shape, index_and_label)
+        np.right_shift(payload, np.uint32(1), out=order.view(np.uint32))
+        labels = payload & np.uint32(1)
+        host_kernels.fill_tie_groups(ordered, group_start, group_stop)
+    else:
+        for target, value in zip(out, _host_rank(scores)):
+            target[...] = value
+        labels = np.take_along_axis(np.broadcast_to(labels, order.shape), order, axis=-1)
+    positive[..., 0] = 0
+    np.cumsum(labels, axis=-1, dtype=np.int32, out=positive[..., 1:])
+
+
 # looked up on every call (`host_kernels.register`): a test may replace `_host_rank`
 host_kernels.register("rank", lambda: _rank_into)
+host_kernels.register("rank_and_count", lambda: _rank_and_count_into)
 
 
 def _device_rank(scores: Array) -> tuple[Array, Array, Array]:
@@ -130,22 +117,43 @@ def _device_rank(scores: Array) -> tuple[Array, Array, Array]:
     return order, group_start, jax.lax.cummin(stop, axis=axis, reverse=True)
 
 
+def _flush(scores: Array) -> Array:
+    """Scores with -0.0 and the subnormals made +0.0.
+
+    -0.0 and +0.0 compare equal and must land in one tie group. Subnormals are flushed to zero
+    explicitly: XLA's CPU backend already treats them as zero in every comparison, and the sort
+    must see the same values or its groups disagree with XLA's searches. (Concrete inputs with
+    subnormals never get here: `validation.order_keys` encodes them.)
+    """
+    tiny = jnp.finfo(scores.dtype).tiny
+    return jnp.where(jnp.abs(scores) < tiny, jnp.zeros_like(scores), scores)
+
+
+def _host_operand(scores: Array) -> Array:
+    """The scores a host kernel sorts: float32 ones raw (its keys flush them, `float32_keys`, so
+    that no flushed copy is written for the callback to copy again), others flushed here."""
+    return scores if scores.dtype == jnp.float32 else _flush(scores)
+
+
 def _rank_indices(scores: Array) -> tuple[Array, Array, Array]:
-    """(order, group_start, group_stop) of `scores` along the last axis, all int32.
+    """(order, group_start, group_stop) of the raw `scores` along the last axis, all int32.
 
     On CPU a numpy kernel called from the program (`host_kernels`; numpy's sort and running min
     are several times faster than XLA's there); on GPU/TPU XLA's own sort. Both give the same
     groups; tie order may differ.
     """
 
+    def elsewhere(values: Array) -> tuple[Array, Array, Array]:
+        return _device_rank(_flush(values))
+
     if not kernels.host_callbacks():
-        return _device_rank(scores)
+        return elsewhere(scores)
 
     def on_cpu(values: Array) -> tuple[Array, Array, Array]:
         result = (jax.ShapeDtypeStruct(values.shape, jnp.int32),) * 3
-        return host_kernels.call("rank", result, values)
+        return host_kernels.call("rank", result, _host_operand(values))
 
-    return jax.lax.platform_dependent(scores, cpu=on_cpu, default=_device_rank)
+    return jax.lax.platform_dependent(scores, cpu=on_cpu, default=elsewhere)
 
 
 class Ranked(NamedTuple):
@@ -164,17 +172,11 @@ class Ranked(NamedTuple):
 
 
 def rank(scores: Array) -> Ranked:
-    """Sort a 1-D score vector once and find its tie groups."""
-    # -0.0 and +0.0 compare equal and must land in one tie group. Subnormals are flushed to zero
-    # here, explicitly: XLA's CPU backend already treats them as zero in every comparison, and
-    # the host sort must see the same values or its groups disagree with XLA's searches.
-    # (Concrete inputs with subnormals never get here: `validation.order_keys` encodes them.)
-    tiny = jnp.finfo(scores.dtype).tiny
-    scores = jnp.where(jnp.abs(scores) < tiny, jnp.zeros_like(scores), scores)
+    """Sort a 1-D score vector once and find its tie groups (zeros and subnormals as +0)."""
     # the permutation is piecewise constant in the scores: no gradient flows through it, while
     # the sorted scores (a gather) stay differentiable for the surrogate losses
     order, group_start, group_stop = _rank_indices(jax.lax.stop_gradient(scores))
-    return Ranked(scores[order], order, group_start, group_stop)
+    return Ranked(_flush(scores)[order], order, group_start, group_stop)
 
 
 def at_thresholds(ranked: Ranked, prefix: Array, thresholds: Array, *, inclusive: bool) -> Array:
@@ -201,10 +203,14 @@ class Tallies(NamedTuple):
     positive_weights: Array  # (n,) weight of position i if it holds a positive, else 0
     weights: Array | None  # (n,) weight of position i; None when every weight is 1
     nonzero: Array  # (n + 1,) number of samples with non-zero weight among the j smallest
+    # (n + 1,) `positive` where the sort computed it (`rank_and_tally` on the CPU), else None
+    positive_prefix: Array | None = None
 
     @property
     def positive(self) -> Array:
         """(n + 1,) weight of positives among the j smallest scores."""
+        if self.positive_prefix is not None:
+            return self.positive_prefix
         return count_prefix_sum(self.positive_weights)
 
     @property
@@ -216,12 +222,14 @@ class Tallies(NamedTuple):
 
     @property
     def total_positive(self) -> Array:
+        if self.positive_prefix is not None:
+            return self.positive_prefix[-1]
         return self.positive_weights.sum()
 
     @property
     def total_negative(self) -> Array:
         if self.weights is None:
-            return self.positive_weights.shape[0] - self.positive_weights.sum()
+            return self.positive_weights.shape[0] - self.total_positive
         return (self.weights - self.positive_weights).sum()
 
 
@@ -300,8 +308,7 @@ def tally(ranked: Ranked, labels: Array, weights: Array | None) -> Tallies:
     dtype = count_dtype(weights)
     labels = labels[ranked.order].astype(dtype)
     if weights is None:
-        everyone = jnp.arange(labels.shape[0] + 1, dtype=jnp.int32)
-        return Tallies(labels, None, everyone)
+        return Tallies(labels, None, _everyone(labels.shape[0]))
     weights = weights[ranked.order].astype(dtype)
     return Tallies(weights * labels, weights, count_prefix_sum((weights != 0).astype(jnp.int32)))
 
@@ -329,7 +336,9 @@ class Groups(NamedTuple):
 def groups(ranked: Ranked, tallies: Tallies) -> Groups:
     # at a group start i == a, so the prefix sums at a need no gather
     b = ranked.group_stop
-    positive, negative = tallies.positive, tallies.negative
+    positive = tallies.positive
+    # (each read of a prefix sum is a callback of its own: XLA merges no two)
+    negative = tallies.nonzero - positive if tallies.weights is None else tallies.negative
     p, n = positive[-1], negative[-1]
     return Groups(
         is_point=ranked.is_group_start & (tallies.nonzero[b] - tallies.nonzero[:-1] > 0),
@@ -345,10 +354,46 @@ def groups(ranked: Ranked, tallies: Tallies) -> Groups:
 def rank_and_tally(
     scores: Array, labels: Array, weights: Array | None
 ) -> tuple[Ranked, Tallies, Groups]:
-    """The start of every sort-based kernel: sort once, tally the weights, form the groups."""
-    ranked = rank(scores)
-    tallies = tally(ranked, labels, weights)
+    """The start of every sort-based kernel: sort once, tally the weights, form the groups.
+
+    Without weights, on the CPU, the labels ride through the host sort and come back with their
+    prefix sum: one callback instead of a sort, a gather of the labels and a running sum.
+    """
+    host = kernels.host_callbacks() and kernels.host_cumulative()
+    if weights is None and host and jax.default_backend() == "cpu":
+        ranked, tallies = _rank_and_count(scores, labels)
+    else:
+        ranked = rank(scores)
+        tallies = tally(ranked, labels, weights)
     return ranked, tallies, groups(ranked, tallies)
+
+
+def _everyone(n: int) -> Array:
+    return jnp.arange(n + 1, dtype=jnp.int32)
+
+
+def _rank_and_count(scores: Array, labels: Array) -> tuple[Ranked, Tallies]:
+    """`rank` and `tally` of unit weights in one host callback on the CPU (XLA's elsewhere)."""
+    labels = labels.astype(jnp.uint8)  # 0/1: a quarter of the bytes to copy for the callback
+
+    def elsewhere(values: Array, labels: Array) -> tuple[Array, Array, Array, Array]:
+        order, group_start, group_stop = _device_rank(_flush(values))
+        positive = _device_cumulative(labels[order].astype(jnp.int32), op="sum")
+        return order, group_start, group_stop, jnp.concatenate([jnp.zeros(1, jnp.int32), positive])
+
+    def on_cpu(values: Array, labels: Array) -> tuple[Array, Array, Array, Array]:
+        shape, n = values.shape[:-1], values.shape[-1]
+        indices = jax.ShapeDtypeStruct(shape + (n,), jnp.int32)
+        prefix = jax.ShapeDtypeStruct(shape + (n + 1,), jnp.int32)
+        results = (indices,) * 3 + (prefix,)
+        return host_kernels.call("rank_and_count", results, _host_operand(values), labels)
+
+    order, group_start, group_stop, positive = jax.lax.platform_dependent(
+        jax.lax.stop_gradient(scores), labels, cpu=on_cpu, default=elsewhere
+    )
+    ranked = Ranked(_flush(scores)[order], order, group_start, group_stop)
+    positive_weights = positive[1:] - positive[:-1]  # the labels in the ranked order
+    return ranked, Tallies(positive_weights, None, _everyone(scores.shape[-1]), positive)
 
 
 def neighbours(ranked: Ranked, tallies: Tallies, groups: Groups) -> tuple[Array, Array, Array]:

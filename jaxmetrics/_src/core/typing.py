@@ -2,7 +2,7 @@
 
 Inputs are typed `ArrayLike` (jax's: arrays, numpy arrays and scalars; nested lists of numbers
 are accepted too and converted with numpy), outputs `Array`. String options are `Literal` types,
-checked at run time by `validation.check_option` against the same tuple.
+checked at run time by `options.check_option` against the same tuple.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import validation
+from jaxmetrics._src.core import checks, coercion
+from jaxmetrics._src.core.options import check_count, check_probability_level
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.stats.resampling import check_key
 
@@ -58,20 +59,19 @@ def balanced_batches(
       [[1, 0, 0, 0], [1, 0, 0, 0], [1, 0, 0, 0]]
     """
     check_key(key)
-    batch_size = validation.check_count(batch_size, "batch_size", minimum=2)
-    fraction = validation.check_probability_level(positive_fraction, "positive_fraction")
+    batch_size = check_count(batch_size, "batch_size", minimum=2)
+    fraction = check_probability_level(positive_fraction, "positive_fraction")
     per_batch = math.floor(fraction * batch_size + 0.5)
     if not 1 <= per_batch <= batch_size - 1:
         raise ValueError(
             f"`positive_fraction` * `batch_size` must round to 1 .. {batch_size - 1} positives "
             f"per batch; got {positive_fraction!r} * {batch_size}."
         )
-    host = validation.host_values(validation.as_real_array(labels, "labels", host=True))
-    if host is None:
-        raise TypeError("`labels` must be concrete: the number of batches depends on them.")
+    labels = coercion.as_real_array(labels, "labels", host=True)
+    host = checks.known_values(labels, "labels", "the number of batches depends on them")
     if host.ndim != 1:
         raise ValueError(f"`labels` must have shape [n]; got {host.shape}.")
-    validation.check_binary_labels(host)
+    checks.check_binary_labels(host)
     positives, negatives = np.flatnonzero(host == 1), np.flatnonzero(host == 0)
     negatives_per_batch = batch_size - per_batch
     num_batches = negatives.size // negatives_per_batch

@@ -20,36 +20,33 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxmetrics._src.core import kernels, validation
+from jaxmetrics._src.core import batching, checks, coercion, kernels
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.losses.pair_sums import row_sums
 from jaxmetrics._src.losses.soft import check_temperature
 from jaxmetrics._src.metrics.counts import safe_divide
-from jaxmetrics._src.metrics.retrieval_ties import MASK_RULE, not_a_grade
 
 
 def _query_inputs(
     scores: ArrayLike, relevance: ArrayLike, sample_weight: ArrayLike | None
 ) -> tuple[Array, Array, Array, Array]:
     """(scores, relevance, mask) as float arrays, and `invalid` of the batch shape [*batch, Q]."""
-    scores = validation.as_scores(scores, "scores", host=True)
-    relevance = validation.as_real_array(relevance, "relevance", host=True)
+    scores = coercion.as_scores(scores, "scores", host=True)
+    relevance = coercion.as_real_array(relevance, "relevance", host=True)
     mask = None
     if sample_weight is not None:
-        mask = validation.as_real_array(sample_weight, "sample_weight", host=True)
-    batch_shape = validation.sample_axis_shapes(
-        [("scores", scores), ("relevance", relevance), ("sample_weight", mask)]
+        mask = coercion.as_real_array(sample_weight, "sample_weight", host=True)
+    named = [("scores", scores), ("relevance", relevance), ("sample_weight", mask)]
+    coercion.reject_single_sample_rows(named)  # queries of one item: nothing to rank
+    batch_shape = coercion.sample_axis_shapes(named)
+    invalid = checks.check(scores, "scores", checks.FINITE_VALUE) | checks.check(
+        relevance, "relevance", checks.GRADE
     )
-    invalid = validation.check_values(
-        scores, "scores", validation.not_finite, "be finite"
-    ) | validation.check_values(relevance, "relevance", not_a_grade, "be non-negative and finite")
     dtype = scores.dtype
     if mask is None:
         mask = jnp.ones(relevance.shape, dtype)
     else:
-        invalid = invalid | validation.check_values(
-            mask, "sample_weight", validation.not_zero_or_one, MASK_RULE
-        )
+        invalid = invalid | checks.check(mask, "sample_weight", checks.ITEM_MASK)
         mask = jnp.asarray(mask).astype(dtype)
     invalid = jnp.broadcast_to(invalid, batch_shape)
     return jnp.asarray(scores), jnp.asarray(relevance).astype(dtype), mask, invalid
@@ -90,7 +87,7 @@ def _listnet_kernel(scores: Array, relevance: Array, mask: Array, temperature: A
 def _lifted(kernel):
     @kernels.jit
     def losses(scores: Array, relevance: Array, mask: Array, temperature: Array) -> Array:
-        return validation.map_batch(
+        return batching.map_batch(
             lambda s, r, w: kernel(s, r, w, temperature), scores, relevance, mask
         )
 
@@ -156,7 +153,7 @@ def approx_ndcg_loss(
     bad_temperature = check_temperature(temperature)
     scores, relevance, mask, invalid = _query_inputs(scores, relevance, sample_weight)
     losses = _approx_ndcg_losses(scores, relevance, mask, jnp.asarray(temperature, scores.dtype))
-    return validation.nan_where(invalid | bad_temperature, losses)
+    return batching.nan_where(invalid | bad_temperature, losses)
 
 
 def listnet_loss(
@@ -213,4 +210,4 @@ def listnet_loss(
     bad_temperature = check_temperature(temperature)
     scores, relevance, mask, invalid = _query_inputs(scores, relevance, sample_weight)
     losses = _listnet_losses(scores, relevance, mask, jnp.asarray(temperature, scores.dtype))
-    return validation.nan_where(invalid | bad_temperature, losses)
+    return batching.nan_where(invalid | bad_temperature, losses)

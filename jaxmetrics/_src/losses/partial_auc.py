@@ -21,7 +21,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import kernels, sorting, validation
+from jaxmetrics._src.core import batching, checks, kernels, sorting
+from jaxmetrics._src.core.options import check_option
 from jaxmetrics._src.core.typing import Array, ArrayLike, Surrogate, options_of
 from jaxmetrics._src.losses.pair_sums import PAIR_BLOCK, hinge_total, rank_scores, row_sums
 from jaxmetrics._src.losses.soft import (
@@ -40,18 +41,22 @@ _METHODS = options_of(PartialAucMethod)
 _ROUNDING_EPSILONS = 2
 
 
+_OPEN_BELOW = checks.Rule(lambda r: ~((r > 0) & (r <= 1)), "be in (0, 1]")
+_OPEN_ABOVE = checks.Rule(lambda r: ~((r >= 0) & (r < 1)), "be in [0, 1)")
+
+
 def _check_rate(value: float, name: str, *, closed: str) -> np.ndarray | Array:
     """`option_flag` of a rate in (0, 1] (`closed="high"`) or [0, 1) (`closed="low"`)."""
     if closed == "high":
-        return option_flag(value, name, lambda r: ~((r > 0) & (r <= 1)), "be in (0, 1]")
-    return option_flag(value, name, lambda r: ~((r >= 0) & (r < 1)), "be in [0, 1)")
+        return option_flag(value, name, _OPEN_BELOW)
+    return option_flag(value, name, _OPEN_ABOVE)
 
 
 def _check_options(
     surrogate: str, method: str, temperature: float, margin: float
 ) -> np.ndarray | Array:
-    validation.check_option(surrogate, "surrogate", _SURROGATES)
-    validation.check_option(method, "method", _METHODS)
+    check_option(surrogate, "surrogate", _SURROGATES)
+    check_option(method, "method", _METHODS)
     return check_temperature(temperature) | check_finite_option(margin, "margin")
 
 
@@ -220,13 +225,13 @@ def _batched_loss(
         kernel = functools.partial(
             _kl_kernel, surrogate=surrogate, margin=margin, temperature=temperature, two_way=two_way
         )
-    return validation.map_batch(kernel, logits, labels, weights)
+    return batching.map_batch(kernel, logits, labels, weights)
 
 
 def _loss(logits, labels, sample_weight, bad_option, options, **static) -> Array:
     logits, labels, weights, invalid = loss_inputs(logits, labels, sample_weight, "logits")
     loss = _batched_loss(logits, labels, weights, options, **static)
-    return validation.nan_where(invalid | bad_option, loss)
+    return batching.nan_where(invalid | bad_option, loss)
 
 
 def partial_auc_loss(

@@ -15,7 +15,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import kernels, validation
+from jaxmetrics._src.core import batching, checks, kernels
+from jaxmetrics._src.core.options import check_option
 from jaxmetrics._src.core.typing import Array, ArrayLike, Surrogate, options_of
 from jaxmetrics._src.losses.pair_sums import hinge_pairs, row_sums
 from jaxmetrics._src.losses.soft import (
@@ -80,11 +81,11 @@ def pairwise_auc_loss(
       Yan, Dodier, Mozer & Wolniewicz (2003), "Optimizing classifier performance via an
       approximation to the Wilcoxon-Mann-Whitney statistic", Proc. ICML, 848-855.
     """
-    validation.check_option(surrogate, "surrogate", _SURROGATES)
+    check_option(surrogate, "surrogate", _SURROGATES)
     bad_margin = check_finite_option(margin, "margin")
     logits, labels, weights, invalid = loss_inputs(logits, labels, sample_weight, "logits")
     losses = _pairwise_losses(logits, labels, weights, margin, surrogate=surrogate)
-    return validation.nan_where(invalid | bad_margin, losses)
+    return batching.nan_where(invalid | bad_margin, losses)
 
 
 @functools.partial(kernels.jit, static_argnames="surrogate")
@@ -107,7 +108,7 @@ def _pairwise_losses(
             total = (positive * row_sums(scores, scores, negative, term)).sum()
         return safe_divide(total, positive.sum() * negative.sum(), 0.0)
 
-    return validation.map_batch(kernel, logits, labels, weights)
+    return batching.map_batch(kernel, logits, labels, weights)
 
 
 def auc_margin_loss(
@@ -166,7 +167,7 @@ def auc_margin_loss(
     var_neg = safe_divide((negative * (probs - mean_neg[..., None]) ** 2).sum(-1), count_neg, 0.0)
     both = (count_pos > 0) & (count_neg > 0)
     violation = jnp.where(both, jax.nn.relu(margin - (mean_pos - mean_neg)), 0.0)
-    return validation.nan_where(invalid, var_pos + var_neg + violation**2)
+    return batching.nan_where(invalid, var_pos + var_neg + violation**2)
 
 
 class AucMarginState(NamedTuple):
@@ -283,7 +284,7 @@ def auc_margin_objective(
         (probs - b[..., None]) ** 2, negative, count_neg
     )
     gap = margin - mean(probs, positive, count_pos) + mean(probs, negative, count_neg)
-    return validation.nan_where(invalid, spread + 2 * alpha * gap - alpha**2)
+    return batching.nan_where(invalid, spread + 2 * alpha * gap - alpha**2)
 
 
 def smooth_ap_loss(
@@ -353,8 +354,8 @@ def smooth_ap_loss(
         total = positive.sum()
         return safe_divide((positive * rank_positive / rank_all).sum(), total, 1.0)
 
-    loss = 1 - validation.map_batch(kernel, logits, labels, weights)
-    return validation.nan_where(invalid, loss)
+    loss = 1 - batching.map_batch(kernel, logits, labels, weights)
+    return batching.nan_where(invalid, loss)
 
 
 def recall_at_precision_objective(
@@ -406,7 +407,7 @@ def recall_at_precision_objective(
       non-decomposable objectives", Proc. AISTATS, PMLR 54:832-840.
     """
     bad_level = option_flag(
-        min_precision, "min_precision", lambda p: ~((p > 0) & (p < 1)), "be in (0, 1)"
+        min_precision, "min_precision", checks.Rule(lambda p: ~((p > 0) & (p < 1)), "be in (0, 1)")
     )
     logits, labels, weights, invalid = loss_inputs(logits, labels, sample_weight, "logits")
     invalid = invalid | bad_level
@@ -418,4 +419,4 @@ def recall_at_precision_objective(
     lagrangian = (
         (1 + multiplier) * loss_pos + multiplier * ratio * loss_neg - multiplier * count_pos
     )
-    return validation.nan_where(invalid, safe_divide(lagrangian, count_pos, 0.0))
+    return batching.nan_where(invalid, safe_divide(lagrangian, count_pos, 0.0))

@@ -16,14 +16,14 @@ step: a bad value raises `ValueError` when concrete and makes the loss NaN when 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import validation
+from jaxmetrics._src.core import batching, checks, coercion
+from jaxmetrics._src.core.options import check_real
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.metrics import rates as rates_lib
 from jaxmetrics._src.metrics.counts import Counts, safe_divide
@@ -34,73 +34,58 @@ def loss_inputs(
 ) -> tuple[Array, Array, Array, Array]:
     """(predictions, labels, weights) as float arrays, and `invalid` of the batch shape.
 
-    `name` is the predictions' argument name ("logits" or "probs"), used in every error.
+    `name` is the predictions' argument name ("logits" or "probs"), used in every error. A
+    sample axis of length 1 under batch axes (``[n, 1]`` logits) raises `ValueError`: every
+    loss here compares samples within a batch element (pairs, lists, sets), so it would be 0 or
+    constant, with no gradient.
     """
-    predictions = validation.as_scores(predictions, name, host=True)
-    labels = validation.as_real_array(labels, "labels", host=True)
+    predictions = coercion.as_scores(predictions, name, host=True)
+    labels = coercion.as_real_array(labels, "labels", host=True)
     weights = (
         None
         if sample_weight is None
-        else validation.as_real_array(sample_weight, "sample_weight", host=True)
+        else coercion.as_real_array(sample_weight, "sample_weight", host=True)
     )
-    batch_shape = validation.sample_axis_shapes(
-        [(name, predictions), ("labels", labels), ("sample_weight", weights)]
+    named = [(name, predictions), ("labels", labels), ("sample_weight", weights)]
+    coercion.reject_single_sample_rows(named)  # [n, 1] logits: n one-sample batches, no signal
+    batch_shape = coercion.sample_axis_shapes(named)
+    invalid = checks.check(predictions, name, checks.FINITE_VALUE) | checks.check_binary_labels(
+        labels
     )
-    invalid = validation.check_values(
-        predictions, name, validation.not_finite, "be finite"
-    ) | validation.check_binary_labels(labels)
     dtype = predictions.dtype
     if weights is None:
         weights = jnp.ones(labels.shape, dtype)
     else:
-        invalid = invalid | validation.check_weights(weights)
+        invalid = invalid | checks.check_weights(weights)
         weights = jnp.asarray(weights).astype(dtype)
     invalid = jnp.broadcast_to(invalid, batch_shape)
     return jnp.asarray(predictions), jnp.asarray(labels).astype(dtype), weights, invalid
 
 
-def option_flag(
-    value: Any, name: str, is_bad: Callable[[Any], Any], expected: str
-) -> np.ndarray | Array:
+def option_flag(value: Any, name: str, rule: checks.Rule) -> np.ndarray | Array:
     """Check a float option (`temperature`, `margin`, ...), which may be traced.
 
-    Concrete: raise ``ValueError("`name` must <expected>; got <value>.")`` where `is_bad`, and
-    return ``np.False_``. Traced (a schedule inside a jitted step): return `is_bad` of it, a
-    scalar bool that the caller ORs into `invalid`, so that the loss is NaN. `is_bad` uses
-    comparisons only, which work on numpy and jnp alike (NaN fails every one of them).
+    The option is a number (`options.check_real`: never a bool or a string) or a traced scalar
+    (a schedule inside a jitted step), and `checks.check` runs `rule` on it: a known bad value
+    raises ``ValueError("`name` must <expected>; got <value>.")``; a traced one gives a scalar
+    flag that the caller ORs into `invalid`, so that the loss is NaN.
     """
-    if isinstance(value, jax.core.Tracer):
-        if value.ndim != 0:
-            raise ValueError(f"`{name}` must be a scalar; got shape {tuple(value.shape)}.")
-        return jnp.asarray(is_bad(value))
-    # numpy reads "0.9" and True as numbers: refuse them rather than take them silently
-    if value is None or isinstance(value, bool | np.bool_ | str | bytes):
-        raise TypeError(f"`{name}` must be a number; got {value!r}.")
-    try:
-        host = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"`{name}` must be a number; got {value!r}.") from None
-    if host.ndim != 0:
-        raise ValueError(f"`{name}` must be a scalar; got shape {host.shape}.")
-    if is_bad(host):
-        found = value if type(value) in (int, float) else host.item()  # not np.float64(..)
-        raise ValueError(f"`{name}` must {expected}; got {found!r}.")
-    return np.False_
+    value = check_real(value, name, traced=True)
+    return checks.check(value, name, rule, sample_axes=0, option=True)
+
+
+# at an infinite temperature ``l / T`` is 0 and ``T l / T`` is NaN
+_TEMPERATURE = checks.Rule(lambda t: ~((t > 0) & (t < np.inf)), "be > 0 and finite")
 
 
 def check_temperature(temperature: float) -> np.ndarray | Array:
-    """`option_flag` of a temperature: finite and > 0 (at inf, ``l / T`` is 0 and ``T l / T``
-    is NaN)."""
-    return option_flag(temperature, "temperature", not_positive_finite, "be > 0 and finite")
+    """`option_flag` of a temperature: finite and > 0."""
+    return option_flag(temperature, "temperature", _TEMPERATURE)
 
 
 def check_finite_option(value: float, name: str) -> np.ndarray | Array:
     """`option_flag` of an option that may be any finite real (`margin`, `threshold`)."""
-    return option_flag(value, name, validation.not_finite, "be finite")
-
-
-def not_positive_finite(value: Any) -> Any:
-    return ~((value > 0) & (value < np.inf))
+    return option_flag(value, name, checks.FINITE_VALUE)
 
 
 def soft_counts(
@@ -155,7 +140,7 @@ def soft_counts(
         (positive * (1 - flagged)).sum(-1),
         (negative * (1 - flagged)).sum(-1),
     )
-    return validation.nan_where(invalid, counts)
+    return batching.nan_where(invalid, counts)
 
 
 def soft_f_beta_loss(
@@ -202,7 +187,7 @@ def soft_f_beta_loss(
       Bénédict, Koops, Odijk & de Rijke (2022), "sigmoidF1: a smooth F1 score surrogate loss
       for multilabel classification", Transactions on Machine Learning Research.
     """
-    bad_beta = option_flag(beta, "beta", lambda b: ~(b >= 0), "be >= 0")
+    bad_beta = option_flag(beta, "beta", checks.Rule(lambda b: ~(b >= 0), "be >= 0"))
     counts = soft_counts(
         logits, labels, temperature=temperature, threshold=threshold, sample_weight=sample_weight
     )
@@ -212,7 +197,7 @@ def soft_f_beta_loss(
     f_beta = safe_divide(
         counts.tp, counts.tp + (1 - fp_share) * counts.fn + fp_share * counts.fp, 1.0
     )
-    return validation.nan_where(bad_beta, 1 - f_beta)
+    return batching.nan_where(bad_beta, 1 - f_beta)
 
 
 def soft_precision(

@@ -16,7 +16,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import kernels, validation
+from jaxmetrics._src.core import batching, checks, coercion, kernels
+from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.options import check_count, check_option
 from jaxmetrics._src.core.typing import Array, ArrayLike, Surrogate, options_of
 from jaxmetrics._src.losses.pair_sums import row_sums
 from jaxmetrics._src.losses.ranking import (
@@ -55,13 +57,13 @@ class SoapState(NamedTuple):
 
 def _check_ids(ids: ArrayLike, labels: Array, weights: Array, num_positives: int) -> Array:
     """`ids` as int32; when the batch is concrete, raise on ids out of range or repeated."""
-    ids = validation.as_real_array(ids, "ids", host=True)
+    ids = coercion.as_real_array(ids, "ids", host=True)
     if not jnp.issubdtype(ids.dtype, jnp.integer):
         raise TypeError(f"`ids` must hold integers; got dtype {ids.dtype}.")
     if ids.shape != labels.shape:
         raise ValueError(f"`ids` must have the shape of `labels` {labels.shape}; got {ids.shape}.")
-    host_ids = validation.host_values(ids)
-    host_labels, host_weights = validation.host_values(labels), validation.host_values(weights)
+    host_ids = checks.host_values(ids)
+    host_labels, host_weights = checks.host_values(labels), checks.host_values(weights)
     if not any(value is None for value in (host_ids, host_labels, host_weights)):
         member = (host_labels == 1) & (host_weights > 0)
         taken = host_ids[member]
@@ -143,8 +145,8 @@ class SoapLoss:
 
     def init(self, num_positives: int) -> SoapState:
         """A fresh `SoapState` of zeros for a training set with `num_positives` positives."""
-        num_positives = validation.check_count(num_positives, "num_positives")
-        zeros = jnp.zeros(num_positives, validation.float_dtype())
+        num_positives = check_count(num_positives, "num_positives")
+        zeros = jnp.zeros(num_positives, float_dtype())
         return SoapState(zeros, zeros)
 
     def loss(
@@ -216,10 +218,9 @@ class SoapLoss:
           Qi, Luo, Xu, Ji & Yang (2021), "Stochastic optimization of areas under
           precision-recall curves with provable convergence", Proc. NeurIPS 34:1752-1765.
         """
-        validation.check_option(surrogate, "surrogate", _SURROGATES)
-        bad_option = option_flag(
-            gamma, "gamma", lambda g: ~((g > 0) & (g <= 1)), "be in (0, 1]"
-        ) | check_finite_option(margin, "margin")
+        check_option(surrogate, "surrogate", _SURROGATES)
+        gamma_rule = checks.Rule(lambda g: ~((g > 0) & (g <= 1)), "be in (0, 1]")
+        bad_option = option_flag(gamma, "gamma", gamma_rule) | check_finite_option(margin, "margin")
         logits, labels, weights, invalid = loss_inputs(logits, labels, sample_weight, "logits")
         if logits.ndim != 1:
             raise ValueError(
@@ -238,7 +239,7 @@ class SoapLoss:
         gamma, margin = (jnp.asarray(x, logits.dtype) for x in (gamma, margin))
         arrays = (state, logits, labels, weights, ids, invalid)
         value, new_state, overflow = _soap_step(*arrays, gamma, margin, surrogate=surrogate)
-        if not isinstance(overflow, jax.core.Tracer) and overflow:
+        if checks.is_concrete(overflow) and overflow:
             largest = float(jnp.abs(logits).max())
             raise ValueError(
                 f"`logits` must keep SOAP's counts finite in {logits.dtype} with surrogate="
@@ -305,18 +306,15 @@ def compositional_auc_loss(
       Yuan, Guo, Xu, Ying & Yang (2022), "Compositional training for end-to-end deep AUC
       maximization", Proc. ICLR.
     """
-    bad_option = option_flag(
-        inner_learning_rate,
-        "inner_learning_rate",
-        lambda rate: ~((rate >= 0) & (rate < np.inf)),
-        "be finite and >= 0",
-    ) | check_finite_option(margin, "margin")
+    rate_rule = checks.Rule(lambda rate: ~((rate >= 0) & (rate < np.inf)), "be finite and >= 0")
+    bad_option = option_flag(inner_learning_rate, "inner_learning_rate", rate_rule)
+    bad_option = bad_option | check_finite_option(margin, "margin")
     logits, labels, weights, invalid = loss_inputs(logits, labels, sample_weight, "logits")
     check_state_shape(state, invalid.shape, "logits")
     objective = _compositional_objective(
         logits, labels, weights, state, inner_learning_rate, margin
     )
-    return validation.nan_where(invalid | bad_option, objective)
+    return batching.nan_where(invalid | bad_option, objective)
 
 
 @jax.jit
@@ -392,7 +390,7 @@ def multilabel_auc_margin_loss(
     bad_margin = check_finite_option(margin, "margin")
     probs, labels, weights, invalid = loss_inputs(probs, labels, sample_weight, "probs")
     objective = _label_mean(probs, labels, weights, state, margin)
-    return validation.nan_where(invalid.any(-1) | bad_margin, objective)
+    return batching.nan_where(invalid.any(-1) | bad_margin, objective)
 
 
 @jax.jit

@@ -11,7 +11,9 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import validation
+from jaxmetrics._src.core import coercion
+from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.options import check_option
 from jaxmetrics._src.core.typing import Array, ArrayLike, Kappa, options_of
 from jaxmetrics._src.metrics.counts import Counts, safe_divide
 from jaxmetrics._src.metrics.multiclass import check_square, marked
@@ -20,7 +22,7 @@ _KAPPA_WEIGHTINGS = options_of(Kappa)
 
 
 def _float(x: Array) -> Array:
-    return x.astype(validation.float_dtype())
+    return x.astype(float_dtype())
 
 
 def matthews_corrcoef(
@@ -42,10 +44,8 @@ def matthews_corrcoef(
     with c the trace of the matrix, s its total, p_k the samples predicted as class k and t_k
     the samples of true class k.
 
-    Conventions: binary counts carry the threshold rule (predicted positive iff
-    ``score >= threshold``). Products are formed in float, so large integer counts cannot
-    overflow. Counts or matrix cells holding the -1 marker of a bad input under `jax.jit` give
-    NaN; a matrix that is not square raises `ValueError`.
+    Products are formed in float, so large integer counts cannot overflow; a matrix that is not
+    square raises `ValueError`. Bad input (counts or cells of -1): docs/conventions.md.
 
     Args:
       counts_or_matrix: `Counts` whose fields share a shape ``[*batch]``, or a ``[*batch, C, C]``
@@ -78,7 +78,7 @@ def matthews_corrcoef(
             (c.tn + c.fp) * (c.tn + c.fn)
         )
         return jnp.where(invalid, jnp.nan, safe_divide(numerator, denominator, zero_division))
-    matrix = validation.as_real_array(counts_or_matrix, "counts_or_matrix", min_ndim=2)
+    matrix = coercion.as_real_array(counts_or_matrix, "counts_or_matrix", min_ndim=2)
     if matrix.shape[-1] != matrix.shape[-2]:
         raise ValueError(
             f"`counts_or_matrix` must be Counts or a square [*batch, C, C] matrix; "
@@ -113,11 +113,11 @@ def cohen_kappa(matrix: ArrayLike, *, weighting: Kappa = None) -> Array:
     ``|i - j|`` ("linear") or ``(i - j)^2`` ("quadratic"); the weighted kinds suit ordered
     classes.
 
-    Conventions: the matrix is scaled to proportions before anything is multiplied, so huge
-    weights (1e20) cannot overflow. An empty denominator (all the weight in one row and the same
-    column, or an empty matrix) gives NaN, as scikit-learn's default. A matrix holding a negative
-    entry (the -1 marker of a bad input under `jax.jit`) gives NaN for its batch element; an
-    unknown `weighting` or a matrix that is not square raises `ValueError`.
+    The matrix is scaled to proportions before anything is multiplied, so huge weights (1e20)
+    cannot overflow. An empty denominator (all the weight in one row and the same column, or an
+    empty matrix) gives NaN, as scikit-learn's default; a negative entry (the -1 marker of bad
+    input, docs/conventions.md) gives NaN for its batch element; an unknown `weighting` or a
+    matrix that is not square raises `ValueError`.
 
     Args:
       matrix: ``[*batch, C, C]`` confusion matrix (counts or summed weights), rows true classes.
@@ -140,10 +140,10 @@ def cohen_kappa(matrix: ArrayLike, *, weighting: Kappa = None) -> Array:
       Bulletin 70:213-220. For the K-class correlation of the same matrix (Gorodkin 2004), see
       `matthews_corrcoef`.
     """
-    validation.check_option(weighting, "weighting", _KAPPA_WEIGHTINGS)
+    check_option(weighting, "weighting", _KAPPA_WEIGHTINGS)
     matrix = check_square(matrix)
     invalid = marked(matrix)
-    dtype = validation.float_dtype()
+    dtype = float_dtype()
     shares = safe_divide(matrix, matrix.sum((-2, -1), keepdims=True))
     expected = shares.sum(-1, keepdims=True) * shares.sum(-2, keepdims=True)
     index = np.arange(matrix.shape[-1])

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from jaxmetrics._src.core import sorting, validation
+from jaxmetrics._src.core import batching, checks, coercion, exact_order, sorting
+from jaxmetrics._src.core.options import check_count
 from jaxmetrics._src.core.typing import Array, ArrayLike
 
 
@@ -36,14 +37,11 @@ def budget_threshold(scores: ArrayLike, *, k: int) -> BudgetChoice:
 
     with s_(k) the k-th largest score.
 
-    Conventions: the rule ``score >= threshold`` flags every sample tied with the k-th, so
-    `.value` can exceed k; break the tie at random or by a second key to call exactly k, or use
+    The rule ``score >= threshold`` flags every sample tied with the k-th, so `.value` can
+    exceed k; break the tie at random or by a second key to call exactly k, or use
     `precision_at_k`, which counts the tied group's expected share. `k` not an int in [1, n]
-    raises (`TypeError` or `ValueError`), as do NaN or infinite scores (`ValueError`); under
-    `jax.jit` the affected batch element has value -1 and threshold NaN. Precision: called
-    eagerly, float64 and large-integer scores are compared exactly and the threshold is the
-    input's own value (docs/conventions.md); under `jax.jit` they are what JAX made them
-    (float32 unless `jax_enable_x64` is on).
+    raises (`TypeError` or `ValueError`); under `jax.jit` a batch element with bad scores has
+    value -1 and threshold NaN. Bad input, ties and precision: docs/conventions.md.
 
     Args:
       scores: ``[*batch, n]`` real scores, larger meaning more positive.
@@ -58,13 +56,13 @@ def budget_threshold(scores: ArrayLike, *, k: int) -> BudgetChoice:
       >>> int(flagged), float(threshold)  # the tie at the 2nd place flags 3
       (3, 0.5)
     """
-    k = validation.check_count(k, "k")
-    keys, codec = validation.order_keys(scores)
-    scores = validation.as_scores(keys)
-    invalid = validation.check_finite(scores, "scores")
+    k = check_count(k, "k")
+    keys, codec = exact_order.order_keys(scores)
+    scores = coercion.as_scores(keys)
+    invalid = checks.check_finite(scores, "scores")
     if k > scores.shape[-1]:
         raise ValueError(f"`k` must be at most the number of samples {scores.shape[-1]}; got {k}.")
-    threshold = validation.map_batch(lambda s: sorting.rank(s).scores[s.shape[0] - k], scores)
+    threshold = batching.map_batch(lambda s: sorting.rank(s).scores[s.shape[0] - k], scores)
     selected = (scores >= threshold[..., None]).sum(-1)
-    value, threshold = validation.nan_where(invalid, (selected, threshold))
+    value, threshold = batching.nan_where(invalid, (selected, threshold))
     return BudgetChoice(value, codec.decode(threshold))

@@ -14,7 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import validation
+from jaxmetrics._src.core import batching, checks, coercion
+from jaxmetrics._src.core.numerics import float_dtype
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.metrics.counts import safe_divide
 
@@ -33,30 +34,19 @@ def probability_inputs(
     results), so that checking them dispatches no JAX op; a closed-over constant inside
     `jax.jit` is checked, and raised on, at trace time.
     """
-    # check the caller's values where known (float64 stays float64: 1 + 1e-12 is not rounded in)
-    known = validation.host_values(probs)
-    probs = validation.as_scores(probs, "probs", host=True)
-    labels = validation.as_real_array(labels, "labels", host=True)
+    # the caller's values are checked (float64 stays float64: 1 + 1e-12 is not rounded in)
+    given = coercion.as_real_array(probs, "probs", host=True)
+    probs = coercion.as_scores(given, "probs", host=True)
+    labels = coercion.as_real_array(labels, "labels", host=True)
     weights = (
         None
         if sample_weight is None
-        else validation.as_real_array(sample_weight, "sample_weight", host=True)
+        else coercion.as_real_array(sample_weight, "sample_weight", host=True)
     )
-    validation.sample_axis_shapes(
-        [("probs", probs), ("labels", labels), ("sample_weight", weights)]
-    )
-    # written so that NaN fails too: its comparisons are False
-    flags = (
-        validation.check_values(
-            probs if known is None else known,
-            "probs",
-            lambda p: ~((p >= 0) & (p <= 1)),
-            "be probabilities in [0, 1]",
-        ),
-        validation.check_binary_labels(labels),
-    )
+    coercion.sample_axis_shapes([("probs", probs), ("labels", labels), ("sample_weight", weights)])
+    flags = (checks.check(given, "probs", checks.PROBABILITY), checks.check_binary_labels(labels))
     if weights is not None:
-        flags = (*flags, validation.check_weights(weights))
+        flags = (*flags, checks.check_weights(weights))
     return probs, labels, weights, flags
 
 
@@ -72,7 +62,7 @@ def _on_host_in_float64(
     while x64 is off (JAX would round them to float32), else None."""
     if jax.config.jax_enable_x64:
         return None
-    host = [validation.host_values(x) for x in (probs, labels, sample_weight)]
+    host = [checks.host_values(x) for x in (probs, labels, sample_weight)]
     if host[0] is None or host[1] is None or (sample_weight is not None and host[2] is None):
         return None
     if host[0].dtype != np.float64:
@@ -90,7 +80,7 @@ def _host_mean(terms: np.ndarray, weights: np.ndarray | None) -> Array:
         with np.errstate(invalid="ignore", divide="ignore"):
             value = np.where(total > 0, (terms * weights).sum(-1) / total, np.nan)
     # rounded and transferred without a program: `jnp.asarray` compiles one per shape
-    return jax.device_put(np.asarray(value, validation.float_dtype()))
+    return jax.device_put(np.asarray(value, float_dtype()))
 
 
 # ----------------------------------------------------------------------------- Brier, log loss
@@ -114,7 +104,7 @@ def _clipped_log_loss(probs, labels, xp):
 @jax.jit
 def _brier(probs: Array, labels: Array, weights: Array | None, flags: tuple[Array, ...]) -> Array:
     value = _weighted_mean((probs - (labels == 1).astype(probs.dtype)) ** 2, weights)
-    return validation.nan_where(any_flagged(flags, value.shape), value)
+    return batching.nan_where(any_flagged(flags, value.shape), value)
 
 
 @jax.jit
@@ -122,7 +112,7 @@ def _log_loss(
     probs: Array, labels: Array, weights: Array | None, flags: tuple[Array, ...]
 ) -> Array:
     value = _weighted_mean(_clipped_log_loss(probs, labels, jnp), weights)
-    return validation.nan_where(any_flagged(flags, value.shape), value)
+    return batching.nan_where(any_flagged(flags, value.shape), value)
 
 
 def brier_score(
@@ -137,12 +127,9 @@ def brier_score(
 
     .. math:: \mathrm{BS} = \frac{\sum_i w_i (p_i - y_i)^2}{\sum_i w_i}
 
-    Conventions: probabilities outside [0, 1] (NaN included), labels other than 0/1 and negative
-    or non-finite weights raise `ValueError` eagerly, naming the argument and the index; under
-    `jax.jit` that batch element is NaN. A zero total weight gives NaN. Precision: called
-    eagerly on float64 input, computed in float64 on the host (so it equals scikit-learn's
-    float64 result) and returned as float32; under `jax.jit` inputs are what JAX made them,
-    float32 unless `jax_enable_x64` is on (then float64 end to end).
+    A zero total weight gives NaN. Called eagerly on float64 input, it is computed in float64 on
+    the host (scikit-learn's result) and returned as float32 while x64 is off. Bad input and
+    precision: docs/conventions.md.
 
     Args:
       probs: ``[*batch, n]`` probabilities of the positive class, in [0, 1].
@@ -184,8 +171,8 @@ def log_loss(
 
       \mathrm{LL} = -\frac{\sum_i w_i [y_i \log p_i + (1 - y_i) \log(1 - p_i)]}{\sum_i w_i}
 
-    Conventions: bad input, zero total weight and precision as `brier_score`; called eagerly on
-    float64 input, the clip uses the float64 eps.
+    A zero total weight gives NaN; called eagerly on float64 input, it is computed in float64
+    on the host and the clip uses the float64 eps. Bad input and precision: docs/conventions.md.
 
     Args:
       probs: ``[*batch, n]`` probabilities of the positive class, in [0, 1].

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import sorting, validation
+from jaxmetrics._src.core import batching, checks, coercion, sorting, validation
 from jaxmetrics._src.core.numerics import safe_divide as safe_divide  # used as counts.safe_divide
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.mesh import recipe
@@ -27,12 +27,11 @@ class Counts(NamedTuple):
     It unpacks as ``tp, fp, fn, tn``; note that ``sklearn.metrics.confusion_matrix(...).ravel()``
     gives ``tn, fp, fn, tp``.
 
-    Conventions: the fields share one shape, e.g. ``[*batch, *t]`` for a threshold grid or
-    ``[*batch, C]`` per class. They are int32 when computed without weights or with integer
-    weights (exact past 2^24 samples without `jax_enable_x64`); with x64 on, integer weights are
-    counted in int64. Float weights give float sums of weights. Under `jax.jit`, a batch element
-    whose input held a bad value has every count set to -1, an impossible count that every rate
-    turns into NaN.
+    The fields share one shape, e.g. ``[*batch, *t]`` for a threshold grid or ``[*batch, C]``
+    per class. They are int32 when computed without weights or with integer weights (exact past
+    2^24 samples without `jax_enable_x64`); with x64 on, integer weights are counted in int64.
+    Float weights give float sums of weights. Under `jax.jit`, a batch element whose input held
+    a bad value has every count set to -1, an impossible count that every rate turns into NaN.
 
     Attributes:
       tp: true positives, positive samples with ``score >= threshold``.
@@ -74,17 +73,10 @@ def confusion_counts(
 
     and FN, TN likewise over ``s_i < t`` (with unit weights, counts of samples).
 
-    Conventions: predicted positive iff ``score >= threshold``, so the samples tied at a
-    threshold are all flagged; ``+inf`` flags nothing and ``-inf`` everything. Counts are int32
-    without weights or with integer weights (int64 with integer weights when `jax_enable_x64` is
-    on) and float sums of weights otherwise (see `Counts`). NaN or infinite scores, labels
-    outside {0, 1}, negative weights, NaN thresholds and an empty grid raise `ValueError` naming
-    the argument (and the index); under `jax.jit` every count of the affected batch element is -1
-    (a NaN threshold marks only its own counts).
-
-    Precision: called eagerly, float64 and large-integer scores and thresholds are compared
-    exactly (docs/conventions.md); under `jax.jit` they are what JAX made them (float32
-    unless `jax_enable_x64` is on) and the thresholds are cast to the scores' dtype.
+    ``+inf`` flags nothing and ``-inf`` everything. Counts are typed as `Counts` says. A NaN
+    threshold and an empty grid are bad input too; under `jax.jit` a NaN threshold sets only its
+    own counts to -1, and the thresholds are cast to the scores' dtype. Threshold rule, bad
+    input and precision: docs/conventions.md.
 
     Args:
       scores: ``[*batch, n]`` real scores, larger meaning more positive.
@@ -107,15 +99,13 @@ def confusion_counts(
       >>> counts.tp.tolist(), counts.fp.tolist()
       ([4, 3, 2], [2, 1, 0])
     """
-    thresholds = validation.as_real_array(thresholds, "thresholds", min_ndim=0, host=True)
+    thresholds = coercion.as_real_array(thresholds, "thresholds", min_ndim=0, host=True)
     if thresholds.size == 0:
         raise ValueError(
             "`thresholds` must hold at least one threshold (a scalar or an array); got an empty "
             f"array of shape {tuple(thresholds.shape)}."
         )
-    validation.check_values(
-        thresholds, "thresholds", _is_nan, "not be NaN (thresholds are scores)", sample_axes=0
-    )
+    checks.check(thresholds, "thresholds", _NOT_NAN, sample_axes=0)
     wide = _x64_integer_weights(sample_weight)
     scores, labels, weights, invalid, codec = validation.ranking_inputs(
         scores,
@@ -130,13 +120,13 @@ def confusion_counts(
         grid = codec.encode_thresholds(thresholds.reshape(-1))
     else:
         grid = thresholds.astype(scores.dtype).reshape(-1)
-    counts = recipe.run_kernel(_counts_kernel, scores, labels, weights, grid)
+    counts = recipe.run_kernel(_COUNTS, scores, labels, weights, grid)
     counts = Counts(*(c.reshape(c.shape[:-1] + thresholds.shape) for c in counts))
-    return validation.nan_where(invalid, counts)
+    return batching.nan_where(invalid, counts)
 
 
-def _is_nan(values: Any) -> Any:
-    return values != values
+# thresholds are scores, compared by `>=`: a NaN one would flag nothing and say nothing
+_NOT_NAN = checks.Rule(lambda values: values != values, "not be NaN (thresholds are scores)")
 
 
 _INT64_BITS_HIGH = 2**31  # a row total of 2^63 or more: (high word sum) + carries >= 2^31
@@ -145,13 +135,13 @@ _INT64_BITS_HIGH = 2**31  # a row total of 2^63 or more: (high word sum) + carri
 def _x64_integer_weights(sample_weight: ArrayLike | None) -> Any:
     """Integer `sample_weight` when x64 is on (their counts are int64), else None.
 
-    `validation.check_weights` holds integer weights to totals that int32 counts can hold; with
+    `checks.check_weights` holds integer weights to totals that int32 counts can hold; with
     x64 on the counts are int64, so the caller passes these weights through the shared checks as
     float64 (sign, shape) and checks their total against int64 with `_int64_total_past_limit`.
     """
     if sample_weight is None or not jax.config.jax_enable_x64:
         return None
-    weights = validation.as_real_array(sample_weight, "sample_weight", host=True, keep_split=True)
+    weights = coercion.as_real_array(sample_weight, "sample_weight", host=True, keep_split=True)
     return weights if jnp.issubdtype(weights.dtype, jnp.integer) else None
 
 
@@ -162,13 +152,13 @@ def _int64_total_past_limit(weights: Any) -> Any:
     are summed apart in uint64, and the total reaches 2^63 exactly when the high sum plus the
     carry out of the low one reaches 2^31.
     """
-    host = validation.host_values(weights)
+    host = checks.host_values(weights)
     xp = np if host is not None else jnp
     words = (host if host is not None else jnp.asarray(weights)).astype(xp.uint64)
     high = (words >> 32).sum(axis=-1, dtype=xp.uint64)
     low = (words & 0xFFFFFFFF).sum(axis=-1, dtype=xp.uint64)
     too_large = high + (low >> 32) >= _INT64_BITS_HIGH
-    if validation.is_concrete(too_large) and np.any(too_large):
+    if checks.is_concrete(too_large) and np.any(too_large):
         row = np.argwhere(np.asarray(too_large).reshape(-1))[0, 0]
         total = int(np.asarray(high).reshape(-1)[row]) * 2**32 + int(
             np.asarray(low).reshape(-1)[row]
@@ -204,4 +194,4 @@ def _counts_kernel(scores: Array, labels: Array, weights: Array | None, grid: Ar
 
 # counts at fixed thresholds add up over any split of the samples: over a mesh, each device
 # counts its own samples and a `psum` adds them (recipe.run_kernel)
-recipe.ADDITIVE_KERNELS.add(_counts_kernel)
+_COUNTS = recipe.Kernel(_counts_kernel, additive=True)

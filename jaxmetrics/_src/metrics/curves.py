@@ -9,14 +9,14 @@ the tie group ``[a, b)`` is "flag everything scoring >= its score": ``tp = P - p
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from jaxmetrics._src.core import sorting
+from jaxmetrics._src.core import sorting, terms
 from jaxmetrics._src.core.typing import Array, ArrayLike
-from jaxmetrics._src.mesh import recipe, sharded
-from jaxmetrics._src.metrics.counts import safe_divide
+from jaxmetrics._src.mesh import forms, recipe
 
 
 class RocCurve(NamedTuple):
@@ -99,12 +99,9 @@ def roc_curve(
     .. math:: \mathrm{FPR}(t) = \frac{FP(t)}{FP(t) + TN(t)}, \qquad
               \mathrm{TPR}(t) = \frac{TP(t)}{TP(t) + FN(t)}
 
-    Conventions: predicted positive iff ``score >= threshold``; tied scores move together, as
-    one point; samples of zero weight create no point. NaN or infinite scores, labels outside
-    {0, 1} and negative weights raise `ValueError`; under `jax.jit` the float fields of the
-    affected batch element are NaN. Precision: called eagerly, float64 and large-integer scores
-    are ranked exactly and returned as the input's own values (docs/conventions.md); under
-    `jax.jit` they are what JAX made them (float32 unless `jax_enable_x64` is on).
+    Tied scores move together, as one point. Under `jax.jit` bad input makes the float fields
+    of its batch element NaN. Threshold rule, bad input, weights and precision:
+    docs/conventions.md.
 
     Args:
       scores: ``[*batch, n]`` real scores, larger meaning more positive.
@@ -132,7 +129,7 @@ def roc_curve(
       27:861-874.
     """
     curve, codec = recipe.sorted_metric(
-        _roc_curve_kernel,
+        _ROC_CURVE,
         scores,
         labels,
         sample_weight,
@@ -148,9 +145,13 @@ def _roc_curve_kernel(
     ranked, tallies, groups = sorting.rank_and_tally(scores, labels, weights)
     keep = groups.is_point
     if drop_intermediate:
+        # the steps into and out of each point, as differences of the same cumulative counts
         interior, tp_below, fp_below = sorting.neighbours(ranked, tallies, groups)
-        bends = (tp_below - 2 * groups.tp + groups.tp_above != 0) | (
-            fp_below - 2 * groups.fp + groups.fp_above != 0
+        bends = terms.roc_bends(
+            groups.tp - groups.tp_above,
+            groups.fp - groups.fp_above,
+            tp_below - groups.tp,
+            fp_below - groups.fp,
         )
         keep = keep & (~interior | bends)
     # highest threshold first, after the (0, 0) point at +inf
@@ -162,8 +163,7 @@ def _roc_curve_kernel(
         jnp.concatenate([zero, flip(groups.tp)]),
         jnp.concatenate([jnp.full(1, jnp.inf, scores.dtype), flip(ranked.scores)]),
     )
-    fpr = safe_divide(fp, groups.total_negative, jnp.nan)
-    tpr = safe_divide(tp, groups.total_positive, jnp.nan)
+    fpr, tpr = terms.roc_rates(tp, fp, groups.total_positive, groups.total_negative)
     return RocCurve(fpr, tpr, thresholds, valid)
 
 
@@ -187,13 +187,9 @@ def precision_recall_curve(
 
     .. math:: P(t) = \frac{TP(t)}{TP(t) + FP(t)}, \qquad R(t) = \frac{TP(t)}{TP(t) + FN(t)}
 
-    Conventions: predicted positive iff ``score >= threshold``; tied scores move together, as
-    one point; samples of zero weight create no point; precision with nothing predicted
-    positive is 0, as in scikit-learn. NaN or infinite scores, labels outside {0, 1} and
-    negative weights raise `ValueError`; under `jax.jit` the float fields of the affected batch
-    element are NaN. Precision: called eagerly, float64 and large-integer scores are ranked
-    exactly and returned as the input's own values (docs/conventions.md); under `jax.jit`
-    they are what JAX made them (float32 unless `jax_enable_x64` is on).
+    Tied scores move together, as one point; precision with nothing predicted positive is 0, as
+    in scikit-learn. Under `jax.jit` bad input makes the float fields of its batch element NaN.
+    Threshold rule, bad input, weights and precision: docs/conventions.md.
 
     Args:
       scores: ``[*batch, n]`` real scores, larger meaning more positive.
@@ -221,7 +217,7 @@ def precision_recall_curve(
       Proc. ICML, 233-240.
     """
     curve, codec = recipe.sorted_metric(
-        _precision_recall_curve_kernel,
+        _PRECISION_RECALL_CURVE,
         scores,
         labels,
         sample_weight,
@@ -238,7 +234,7 @@ def _precision_recall_curve_kernel(
     keep = groups.is_point
     if drop_intermediate:
         interior, tp_below, _ = sorting.neighbours(ranked, tallies, groups)
-        changes = (tp_below != groups.tp) | (groups.tp_above != groups.tp)
+        changes = terms.pr_bends(groups.tp - groups.tp_above, tp_below - groups.tp)
         keep = keep & (~interior | changes)
     zero = jnp.zeros(1, groups.tp.dtype)
     tp, fp, thresholds, valid = _compact(
@@ -248,27 +244,28 @@ def _precision_recall_curve_kernel(
         jnp.concatenate([ranked.scores, jnp.full(1, jnp.inf, scores.dtype)]),
     )
     closing = thresholds == jnp.inf  # the closing point and its copies in the padding
-    precision = jnp.where(closing, 1.0, safe_divide(tp, tp + fp, 0.0))
-    recall = safe_divide(tp, groups.total_positive, jnp.nan)
+    precision, recall = terms.pr_rates(tp, fp, groups.total_positive, closing)
     return PrCurve(precision, recall, thresholds, valid)
 
 
-# Samples split over a mesh: the curves come from the distributed sample sort (sharded.py),
+# Samples split over a mesh: the curves come from the distributed sample sort (`forms.py`),
 # split over the same devices, n + D long (a split axis must divide evenly over the D devices)
-def _sharded_form(kind: str, result: type, drop_intermediate: bool):
-    def form(scores, labels, weights, split):
-        fields, fits = sharded.sharded_curve(
-            kind, scores, labels, weights, split, drop_intermediate=drop_intermediate
-        )
-        return result(*fields), fits
-
-    return form
-
-
-for _drop in (True, False):
-    recipe.SHARDED_FORMS[(_roc_curve_kernel, (("drop_intermediate", _drop),))] = _sharded_form(
-        "roc", RocCurve, _drop
+def _on_mesh(kind: str, result: type, drop_intermediate: bool, scores, labels, weights, split):
+    fields, fits = forms.sharded_curve(
+        kind, scores, labels, weights, split, drop_intermediate=drop_intermediate
     )
-    recipe.SHARDED_FORMS[(_precision_recall_curve_kernel, (("drop_intermediate", _drop),))] = (
-        _sharded_form("pr", PrCurve, _drop)
-    )
+    return result(*fields), fits
+
+
+def _roc_curve_on_mesh(*, drop_intermediate: bool):
+    return functools.partial(_on_mesh, "roc", RocCurve, drop_intermediate)
+
+
+def _precision_recall_curve_on_mesh(*, drop_intermediate: bool):
+    return functools.partial(_on_mesh, "pr", PrCurve, drop_intermediate)
+
+
+_ROC_CURVE = recipe.Kernel(_roc_curve_kernel, mesh_form=_roc_curve_on_mesh)
+_PRECISION_RECALL_CURVE = recipe.Kernel(
+    _precision_recall_curve_kernel, mesh_form=_precision_recall_curve_on_mesh
+)

@@ -13,7 +13,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from jaxmetrics._src.core import validation
+from jaxmetrics._src.core import batching
 from jaxmetrics._src.core.typing import Array
 from jaxmetrics._src.metrics.counts import Counts
 
@@ -39,13 +39,12 @@ def over_folds(
 
     with c_k the counts of fold k and r the rate.
 
-    Conventions: pooled, a fold where the rate is undefined (recall on a fold without
-    positives) adds 0 to the numerator and the denominator; averaged, its undefined rate
-    (`zero_division`, NaN by default) enters the mean. A fold carrying the -1 count marker (a
-    bad input under `jax.jit`) makes the result NaN either way: pooled, the sum keeps the
-    marker instead of adding -1s into the other folds' counts. A `fold_axis` outside the
-    counts' axes, or equal to the class (last) axis while `average` is given, raises
-    `ValueError`.
+    Pooled, a fold where the rate is undefined (recall on a fold without positives) adds 0 to
+    the numerator and the denominator; averaged, its undefined rate (`zero_division`, NaN by
+    default) enters the mean. A fold carrying the -1 count marker (a bad input under `jax.jit`)
+    makes the result NaN either way: pooled, the sum keeps the marker instead of adding -1s into
+    the other folds' counts. A `fold_axis` outside the counts' axes, or equal to the class
+    (last) axis while `average` is given, raises `ValueError`.
 
     Args:
       rate: any rate of `Counts` (`precision`, `recall`, `accuracy`, `f_beta`, ...).
@@ -90,4 +89,4 @@ def over_folds(
         (counts.tp < 0) | (counts.fp < 0) | (counts.fn < 0) | (counts.tn < 0), axis=fold_axis
     )
     total = Counts(*(c.sum(axis=fold_axis) for c in counts))
-    return rate(validation.nan_where(marked, total), **options)
+    return rate(batching.nan_where(marked, total), **options)

@@ -20,7 +20,8 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import sorting, validation
+from jaxmetrics._src.core import batching, checks, coercion, sorting
+from jaxmetrics._src.core.numerics import float_dtype
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.mesh import recipe
 from jaxmetrics._src.metrics.counts import safe_divide
@@ -53,7 +54,7 @@ def _label_ranking_average_precision_kernel(
     scores: Array, labels: Array, weights: Array | None
 ) -> Array:
     counts = _at_or_above(scores, labels, weights)
-    dtype = validation.float_dtype()
+    dtype = float_dtype()
     above = counts.relevant_at_or_above.astype(dtype)
     # at a relevant label the denominator counts the label itself, so it is never 0 where used
     precision = safe_divide(above, above + counts.irrelevant_at_or_above.astype(dtype), 0.0)
@@ -66,16 +67,21 @@ def _coverage_error_kernel(scores: Array, labels: Array, weights: Array | None) 
     ranked_down_to = counts.relevant_at_or_above + counts.irrelevant_at_or_above
     # the lowest-scored relevant label has the most labels at or above it; none relevant: 0
     deepest = jnp.where(counts.relevant > 0, ranked_down_to, 0).max()
-    return deepest.astype(validation.float_dtype())
+    return deepest.astype(float_dtype())
 
 
 def _label_ranking_loss_kernel(scores: Array, labels: Array, weights: Array | None) -> Array:
     counts = _at_or_above(scores, labels, weights)
-    dtype = validation.float_dtype()
+    dtype = float_dtype()
     # in float before multiplying: pair counts overflow int32 from about 2^16 labels
     misordered = (counts.relevant.astype(dtype) * counts.irrelevant_at_or_above.astype(dtype)).sum()
     pairs = counts.num_relevant.astype(dtype) * counts.num_irrelevant.astype(dtype)
     return safe_divide(misordered, pairs)
+
+
+_ENTRY_MASK = checks.Rule(
+    checks.not_zero_or_one, "be 0 or 1 (an entry mask: 0 leaves the label out)"
+)
 
 
 def _label_metric(
@@ -92,20 +98,15 @@ def _label_metric(
         )
     invalid_mask = np.zeros((), bool)
     if sample_weight is not None:
-        sample_weight = validation.as_real_array(sample_weight, "sample_weight", host=True)
-        invalid_mask = validation.check_values(
-            sample_weight,
-            "sample_weight",
-            validation.not_zero_or_one,
-            "be 0 or 1 (an entry mask: 0 leaves the label out)",
-        )
+        sample_weight = coercion.as_real_array(sample_weight, "sample_weight", host=True)
+        invalid_mask = checks.check(sample_weight, "sample_weight", _ENTRY_MASK)
         # checked to be 0/1 (or marked): as int32 the counts are exact, and a masked eager call
         # runs the program of an unmasked one (whose unit weights are int32)
         sample_weight = sample_weight.astype(np.int32)
     value, _ = recipe.sorted_metric(kernel, scores, labels, sample_weight)
     # the mask's batch axes may be fewer than the scores' (one mask for every batch element)
-    xp = np if isinstance(invalid_mask, np.ndarray) else jnp
-    return validation.nan_where(xp.broadcast_to(invalid_mask, value.shape), value)
+    xp = checks.array_namespace(invalid_mask)
+    return batching.nan_where(xp.broadcast_to(invalid_mask, value.shape), value)
 
 
 def label_ranking_average_precision(
@@ -125,13 +126,9 @@ def label_ranking_average_precision(
 
     with Y_i the relevant labels of sample i and s_i its label scores.
 
-    Conventions: labels tied with label j count as ranked above it (scikit-learn's rule), so a
-    tie costs precision; a sample whose labels are all relevant has LRAP 1. Labels of zero
-    weight are left out, exactly as if their column were dropped from that sample. NaN or
-    infinite scores, labels outside {0, 1} and weights other than 0 and 1 raise `ValueError`;
-    under `jax.jit` the value of the affected sample is NaN. Precision: called eagerly, float64
-    and large-integer scores are ranked exactly (docs/conventions.md); under `jax.jit`
-    they are what JAX made them (float32 unless `jax_enable_x64` is on).
+    Labels tied with label j count as ranked above it (scikit-learn's rule), so a tie costs
+    precision; a sample whose labels are all relevant has LRAP 1. Bad input and precision:
+    docs/conventions.md.
 
     Args:
       scores: ``[*batch, n, L]`` label scores of n samples, larger meaning more relevant; each
@@ -175,14 +172,9 @@ def coverage_error(
 
     with Y_i the relevant labels of sample i and s_i its label scores.
 
-    Conventions: labels tied with the lowest relevant label are all counted (scikit-learn's
-    rule). A sample without relevant labels needs no label to be covered: its coverage is 0,
-    as in scikit-learn. Labels of zero weight are left out, exactly as if their column were
-    dropped from that sample. NaN or infinite scores, labels outside {0, 1} and weights other
-    than 0 and 1 raise `ValueError`; under `jax.jit` the value of the affected sample is NaN.
-    Precision: called eagerly, float64 and large-integer scores are ranked exactly
-    (docs/conventions.md); under `jax.jit` they are what JAX made them (float32 unless
-    `jax_enable_x64` is on).
+    Labels tied with the lowest relevant label are all counted (scikit-learn's rule). A sample
+    without relevant labels needs no label to be covered: its coverage is 0, as in
+    scikit-learn. Bad input and precision: docs/conventions.md.
 
     Args:
       scores: ``[*batch, n, L]`` label scores of n samples, larger meaning more relevant; each
@@ -225,13 +217,8 @@ def label_ranking_loss(
 
     with Y_i and \bar Y_i the relevant and irrelevant labels of sample i and s_i its scores.
 
-    Conventions: a tied pair counts as a whole error (scikit-learn's rule, unlike the 1/2 of
-    `roc_auc`, so the loss is not 1 - AUC under ties). Labels of zero weight are left out,
-    exactly as if their column were dropped from that sample. NaN or infinite scores, labels
-    outside {0, 1} and weights other than 0 and 1 raise `ValueError`; under `jax.jit` the value
-    of the affected sample is NaN. Precision: called eagerly, float64 and large-integer scores
-    are ranked exactly (docs/conventions.md); under `jax.jit` they are what JAX made them
-    (float32 unless `jax_enable_x64` is on).
+    A tied pair counts as a whole error (scikit-learn's rule, unlike the 1/2 of `roc_auc`, so
+    the loss is not 1 - AUC under ties). Bad input and precision: docs/conventions.md.
 
     Args:
       scores: ``[*batch, n, L]`` label scores of n samples, larger meaning more relevant; each

@@ -13,7 +13,9 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from jaxmetrics._src.core import sorting, validation
+from jaxmetrics._src.core import batching, checks, coercion, sorting
+from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.options import check_count
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.metrics import rates as rates_lib
 from jaxmetrics._src.metrics.counts import Counts, safe_divide
@@ -22,36 +24,31 @@ from jaxmetrics._src.metrics.counts import Counts, safe_divide
 def class_indices(values: ArrayLike, name: str, num_classes: int) -> tuple[Array, Array]:
     """Class indices as int32 and the per-batch `invalid` flag: integers in [0, num_classes),
     raised on eagerly (checked in numpy on the host) and flagged under jit."""
-    values = validation.as_real_array(values, name, host=True)
+    values = coercion.as_real_array(values, name, host=True)
     if not (jnp.issubdtype(values.dtype, jnp.integer) or jnp.issubdtype(values.dtype, jnp.bool_)):
         raise TypeError(f"`{name}` must hold integer class indices; got dtype {values.dtype}.")
-    invalid = validation.check_values(
-        values,
-        name,
-        lambda v: (v < 0) | (v >= num_classes),
-        f"be class indices in [0, {num_classes}) (`num_classes`)",
-    )
+    invalid = checks.check(values, name, checks.class_index(num_classes))
     return jnp.asarray(values).astype(jnp.int32), invalid
 
 
 def _check_num_classes(num_classes: int) -> int:
     """`num_classes` is stated, never inferred: a Python or numpy int >= 2."""
-    return validation.check_count(num_classes, "num_classes", minimum=2)
+    return check_count(num_classes, "num_classes", minimum=2)
 
 
 def _count_weights(weights: ArrayLike | None) -> tuple[Array | None, Array]:
     """Weights ready for counting, and the per-batch `invalid` flag.
 
-    `validation.check_weights` refuses negative and non-finite weights and, for integer weights
+    `checks.check_weights` refuses negative and non-finite weights and, for integer weights
     (counted exactly in int32), a total of 2^31 or more per batch element; integer weights are
     then cast to int32 (uint32 values that fit are kept, not wrapped into negatives).
     """
     if weights is None:
         return None, jnp.zeros((), bool)
-    weights = validation.as_real_array(weights, "sample_weight", host=True)
-    invalid = validation.check_weights(weights)
+    weights = coercion.as_real_array(weights, "sample_weight", host=True)
+    invalid = checks.check_weights(weights)
     if jnp.issubdtype(weights.dtype, jnp.floating):
-        return jnp.asarray(weights).astype(validation.float_dtype()), invalid
+        return jnp.asarray(weights).astype(float_dtype()), invalid
     return jnp.asarray(weights).astype(jnp.int32), invalid
 
 
@@ -71,12 +68,10 @@ def confusion_matrix(
 
     .. math:: M_{ij} = \sum_s w_s\, [y_s = i]\, [\hat y_s = j]
 
-    Conventions: class indices outside [0, C) and negative or non-finite weights raise
-    `ValueError` eagerly; under `jax.jit` every cell of that batch element's matrix is -1 (NaN
-    with float weights), the marker that every function of a matrix turns into NaN. Counts are
-    int32 and exact without weights or with integer weights, whose total per batch element must
-    stay below 2^31 (checked eagerly; under `jax.jit` a larger total marks the element); float
-    weights give float32 sums (float64 under x64).
+    Under `jax.jit` bad input sets every cell of its batch element's matrix to -1 (NaN with
+    float weights), the marker that every function of a matrix turns into NaN. Counts are int32
+    and exact without weights or with integer weights; float weights give float32 sums (float64
+    under x64). Bad input and weight totals: docs/conventions.md.
 
     Args:
       predictions: ``[*batch, n]`` predicted class indices (ints or bools).
@@ -102,7 +97,7 @@ def confusion_matrix(
     predictions, invalid_predictions = class_indices(predictions, "predictions", num_classes)
     labels, invalid_labels = class_indices(labels, "labels", num_classes)
     weights, invalid_weights = _count_weights(sample_weight)
-    batch_shape = validation.sample_axis_shapes(
+    batch_shape = coercion.sample_axis_shapes(
         [("predictions", predictions), ("labels", labels), ("sample_weight", weights)]
     )
     invalid = invalid_predictions | invalid_labels | invalid_weights
@@ -116,8 +111,8 @@ def confusion_matrix(
         cumulative = sorting.at_thresholds(ranked, total, edges, inclusive=False)
         return jnp.diff(cumulative).reshape(num_classes, num_classes)
 
-    matrix = validation.map_batch(kernel, predictions, labels, weights)
-    return validation.nan_where(jnp.broadcast_to(invalid, batch_shape), matrix)
+    matrix = batching.map_batch(kernel, predictions, labels, weights)
+    return batching.nan_where(jnp.broadcast_to(invalid, batch_shape), matrix)
 
 
 def marked(matrix: Array) -> Array:
@@ -126,7 +121,7 @@ def marked(matrix: Array) -> Array:
 
 
 def check_square(matrix: ArrayLike) -> Array:
-    matrix = validation.as_real_array(matrix, "matrix", min_ndim=2)
+    matrix = coercion.as_real_array(matrix, "matrix", min_ndim=2)
     if matrix.shape[-1] != matrix.shape[-2]:
         raise ValueError(
             f"`matrix` must be square, [*batch, C, C]; got shape {tuple(matrix.shape)}."
@@ -145,10 +140,10 @@ def one_vs_rest(matrix: ArrayLike) -> Counts:
     .. math:: TP_c = M_{cc}, \quad FP_c = \sum_i M_{ic} - M_{cc}, \quad
               FN_c = \sum_j M_{cj} - M_{cc}, \quad TN_c = \sum_{ij} M_{ij} - TP_c - FP_c - FN_c
 
-    Conventions: class c is the positive class of its column of counts. A matrix holding a
-    negative entry (the -1 marker of a bad input under `jax.jit`) is a result, not an error: its
-    batch element's counts are all -1 (NaN for float counts), so every rate of them is NaN. A
-    matrix that is not square raises `ValueError`.
+    Class c is the positive class of its column of counts. A matrix holding a negative entry
+    (the -1 marker of a bad input under `jax.jit`) is a result, not an error: its batch
+    element's counts are all -1 (NaN for float counts), so every rate of them is NaN. A matrix
+    that is not square raises `ValueError`.
 
     Args:
       matrix: ``[*batch, C, C]`` confusion matrix, rows true classes, columns predicted.
@@ -170,7 +165,7 @@ def one_vs_rest(matrix: ArrayLike) -> Counts:
     fp = matrix.sum(-2) - tp
     fn = matrix.sum(-1) - tp
     tn = matrix.sum((-2, -1))[..., None] - tp - fp - fn
-    return validation.nan_where(marked(matrix), Counts(tp, fp, fn, tn))
+    return batching.nan_where(marked(matrix), Counts(tp, fp, fn, tn))
 
 
 class ClassificationReport(NamedTuple):
@@ -225,9 +220,9 @@ def classification_report(
               \quad F1_c = \frac{2 M_{cc}}{\sum_i M_{ic} + \sum_j M_{cj}}, \quad
               \mathrm{accuracy} = \frac{\sum_c M_{cc}}{\sum_{ij} M_{ij}}
 
-    Conventions: undefined rates (a class never predicted, a class without members) are
-    `zero_division`, NaN by default. Bad input as `confusion_matrix`: eagerly a `ValueError`;
-    under `jax.jit` a bad batch element has every rate and the accuracy NaN and its support -1.
+    Undefined rates (a class never predicted, a class without members) are `zero_division`, NaN
+    by default. Bad input as `confusion_matrix`: eagerly a `ValueError`; under `jax.jit` a bad
+    batch element has every rate and the accuracy NaN and its support -1.
 
     Args:
       predictions: ``[*batch, n]`` predicted class indices.
@@ -279,7 +274,7 @@ def report_of_matrix(matrix: Array, *, zero_division: float = math.nan) -> Class
     accuracy = safe_divide(
         jnp.trace(matrix, axis1=-2, axis2=-1), matrix.sum((-2, -1)), zero_division
     )
-    support, accuracy = validation.nan_where(marked(matrix), (counts.tp + counts.fn, accuracy))
+    support, accuracy = batching.nan_where(marked(matrix), (counts.tp + counts.fn, accuracy))
     return ClassificationReport(
         per_class["precision"],
         per_class["recall"],

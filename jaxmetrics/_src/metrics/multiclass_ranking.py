@@ -9,7 +9,9 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import validation
+from jaxmetrics._src.core import batching, checks, coercion
+from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.options import check_count, check_option
 from jaxmetrics._src.core.typing import (
     Array,
     ArrayLike,
@@ -30,9 +32,9 @@ _AP_AVERAGES = options_of(Average)
 def _probability_matrix(probs: ArrayLike, labels: ArrayLike) -> tuple[Array, Array, Array, int]:
     """Class scores ``[*batch, n, C]``, labels int32 ``[*batch, n]``, `invalid` ``[*batch]``
     and C."""
-    probs = validation.as_real_array(probs, "probs", host=True)
+    probs = coercion.as_real_array(probs, "probs", host=True)
     if not isinstance(probs, np.ndarray):  # traced: JAX's float type; concrete: kept exact
-        probs = probs.astype(validation.float_dtype())
+        probs = probs.astype(float_dtype())
     if probs.ndim < 2:
         raise ValueError(f"`probs` must have shape [*batch, n, C]; got {tuple(probs.shape)}.")
     if probs.shape[-2] == 0:  # before anything transposes it to [C, n]
@@ -47,9 +49,7 @@ def _probability_matrix(probs: ArrayLike, labels: ArrayLike) -> tuple[Array, Arr
             f"`labels` must have one class per row of `probs`: expected {probs.shape[-2]} samples, "
             f"got shape {tuple(labels.shape)}."
         )
-    invalid = validation.check_values(
-        probs, "probs", validation.not_finite, "be finite", sample_axes=2
-    )
+    invalid = checks.check(probs, "probs", checks.FINITE_VALUE, sample_axes=2)
     try:
         batch_shape = tuple(np.broadcast_shapes(probs.shape[:-2], labels.shape[:-1]))
     except ValueError:
@@ -68,11 +68,11 @@ def _xp(probs: ArrayLike):
 
 def _sample_weights(sample_weight: ArrayLike, labels: Array) -> tuple[Array, Array]:
     """Float weights ``[*batch, n]`` sharing the sample axis of `labels`, and the per-batch
-    `invalid` flag of `validation.check_weights` (raised on eagerly, flagged under jit)."""
-    weights = validation.as_real_array(sample_weight, "sample_weight", host=True)
-    validation.sample_axis_shapes([("labels", labels), ("sample_weight", weights)])
-    invalid = validation.check_weights(weights)
-    return jnp.asarray(weights).astype(validation.float_dtype()), invalid
+    `invalid` flag of `checks.check_weights` (raised on eagerly, flagged under jit)."""
+    weights = coercion.as_real_array(sample_weight, "sample_weight", host=True)
+    coercion.sample_axis_shapes([("labels", labels), ("sample_weight", weights)])
+    invalid = checks.check_weights(weights)
+    return jnp.asarray(weights).astype(float_dtype()), invalid
 
 
 def top_k_accuracy(
@@ -92,10 +92,8 @@ def top_k_accuracy(
     with g_i the number of classes scored strictly above sample i's true class, t_i the number
     scored equal to it (itself included), and W the total weight.
 
-    Conventions: NaN or infinite scores, class indices outside [0, C) and negative or
-    non-finite weights raise `ValueError` eagerly; under `jax.jit` that batch element is NaN. A
-    zero total weight gives NaN. `k` must be a Python or numpy int >= 1 (a bool is refused with
-    `TypeError`).
+    A zero total weight gives NaN. `k` must be a Python or numpy int >= 1 (a bool is refused
+    with `TypeError`). Bad input: docs/conventions.md.
 
     Args:
       probs: ``[*batch, n, C]`` class scores (probabilities or logits: only their order counts).
@@ -117,21 +115,21 @@ def top_k_accuracy(
       >>> round(float(jm.top_k_accuracy(probs, labels, k=2)), 4)
       0.9167
     """
-    k = validation.check_count(k, "k")
+    k = check_count(k, "k")
     probs, labels, invalid, _ = _probability_matrix(probs, labels)
     # numpy compares float64 scores exactly, when the labels are concrete too
-    xp = np if validation.is_concrete(probs, labels) and isinstance(probs, np.ndarray) else jnp
+    xp = checks.array_namespace(probs, labels)
     true_score = xp.take_along_axis(xp.asarray(probs), xp.asarray(labels)[..., None], axis=-1)
     higher = jnp.asarray((xp.asarray(probs) > true_score).sum(-1))
     tied = jnp.asarray((xp.asarray(probs) == true_score).sum(-1))  # includes the true class itself
-    hit = jnp.clip((k - higher) / tied, 0.0, 1.0).astype(validation.float_dtype())
+    hit = jnp.clip((k - higher) / tied, 0.0, 1.0).astype(float_dtype())
     if sample_weight is None:
         value = hit.mean(-1)
     else:
         weights, invalid_weights = _sample_weights(sample_weight, labels)
         invalid = invalid | invalid_weights
         value = safe_divide((hit * weights).sum(-1), weights.sum(-1))
-    return validation.nan_where(invalid, value)
+    return batching.nan_where(invalid, value)
 
 
 def multiclass_roc_auc(
@@ -159,11 +157,9 @@ def multiclass_roc_auc(
 
     with A(a | b) the AUC of class a's scores separating the samples of a from those of b.
 
-    Conventions: ties between scores count 1/2, as in `roc_auc`. An average over a NaN AUC is
-    NaN. NaN or infinite scores and class indices outside [0, C) raise `ValueError`
-    eagerly, and so do negative or non-finite weights; under `jax.jit` that batch element is
-    NaN. An unknown `average` or `multi_class`, None or "micro" with "ovo", and `sample_weight`
-    with "ovo" (which scikit-learn does not define either) raise `ValueError`.
+    An unknown `average` or `multi_class`, None or "micro" with "ovo", and `sample_weight` with
+    "ovo" (which scikit-learn does not define either) raise `ValueError`. Bad input, ties (1/2,
+    as in `roc_auc`), a NaN average and precision: docs/conventions.md.
 
     Args:
       probs: ``[*batch, n, C]`` class scores.
@@ -190,8 +186,8 @@ def multiclass_roc_auc(
       Hand & Till (2001), "A simple generalisation of the area under the ROC curve for multiple
       class classification problems", Machine Learning 45:171-186.
     """
-    validation.check_option(multi_class, "multi_class", _MULTI_CLASS)
-    validation.check_option(average, "average", _ROC_AUC_AVERAGES)
+    check_option(multi_class, "multi_class", _MULTI_CLASS)
+    check_option(average, "average", _ROC_AUC_AVERAGES)
     if multi_class == "ovo" and average not in ("macro", "weighted"):
         raise ValueError(
             f"`average` must be 'macro' or 'weighted' with multi_class='ovo'; got {average!r}."
@@ -207,7 +203,7 @@ def multiclass_roc_auc(
     members = (labels[..., None, :] == classes).astype(jnp.int32)  # [*batch, C, n]
     if sample_weight is None:
         weights = None
-        prevalence = members.sum(-1).astype(validation.float_dtype())
+        prevalence = members.sum(-1).astype(float_dtype())
     else:
         weights, invalid_weights = _sample_weights(sample_weight, labels)
         invalid = invalid | invalid_weights
@@ -215,7 +211,7 @@ def multiclass_roc_auc(
         prevalence = (members * weights).sum(-1)
     if average == "micro":  # every (sample, class) pair pooled into one binary ranking
         auc = ranking.roc_auc(by_class, members, sample_weight=weights, average="micro")
-        return validation.nan_where(invalid, auc)
+        return batching.nan_where(invalid, auc)
     if multi_class == "ovr":
         aucs = ranking.roc_auc(by_class, members, sample_weight=weights)
         weight = prevalence
@@ -230,7 +226,7 @@ def multiclass_roc_auc(
         )
         aucs = (forward + backward) / 2
         weight = prevalence[..., first] + prevalence[..., second]
-    aucs = validation.nan_where(invalid, aucs)
+    aucs = batching.nan_where(invalid, aucs)
     if average is None:
         return aucs
     if average == "macro":
@@ -256,10 +252,8 @@ def multiclass_average_precision(
 
     .. math:: \mathrm{AP}_c = \mathrm{AP}\big(p_{\cdot c},\ [y = c]\big)
 
-    Conventions: the ties and steps of `average_precision`; rows of `probs` need not sum to 1
-    (only the order of each class's scores counts). NaN or infinite scores, class indices
-    outside [0, C), and negative or non-finite weights raise `ValueError` eagerly; under
-    `jax.jit` that batch element is NaN. Called eagerly, float64 scores are ranked exactly.
+    The ties and steps of `average_precision`; rows of `probs` need not sum to 1 (only the
+    order of each class's scores counts). Bad input and precision: docs/conventions.md.
 
     Args:
       probs: ``[*batch, n, C]`` class scores.
@@ -278,7 +272,7 @@ def multiclass_average_precision(
       >>> jm.multiclass_average_precision(probs, labels, average=None).round(4)
       Array([0.7   , 0.5833, 1.    ], dtype=float32)
     """
-    validation.check_option(average, "average", _AP_AVERAGES)
+    check_option(average, "average", _AP_AVERAGES)
     probs, labels, invalid, num_classes = _probability_matrix(probs, labels)
     by_class = _xp(probs).swapaxes(probs, -1, -2)  # [*batch, C, n]
     members = (labels[..., None, :] == jnp.arange(num_classes)[:, None]).astype(jnp.int32)
@@ -288,4 +282,4 @@ def multiclass_average_precision(
         invalid = invalid | invalid_weights
         weights = weights[..., None, :]  # one weight per sample, the same for every class
     ap = ranking.average_precision(by_class, members, sample_weight=weights, average=average)
-    return validation.nan_where(invalid, ap)
+    return batching.nan_where(invalid, ap)

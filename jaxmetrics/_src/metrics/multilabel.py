@@ -23,16 +23,12 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import validation
+from jaxmetrics._src.core import batching, checks, coercion, validation
+from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.options import check_option
 from jaxmetrics._src.core.typing import Array, MultilabelAverage, options_of
 
 _AVERAGES = options_of(MultilabelAverage)
-
-
-def _xp(*arrays: Any):
-    """numpy while every array is concrete (float64 scores stay exact for the ranking), else jnp."""
-    concrete = all(validation.host_values(a) is not None for a in arrays if a is not None)
-    return np if concrete else jnp
 
 
 def _as_array(value: Any, xp) -> Any:
@@ -48,10 +44,11 @@ def over_labels(
     **options: Any,
 ) -> Array:
     """`metric` (a batched binary metric) averaged over the label axis (-2) as `average` says."""
-    validation.check_option(average, "average", _AVERAGES)
+    check_option(average, "average", _AVERAGES)
     if average is None:
         return metric(scores, labels, sample_weight=sample_weight, **options)
-    xp = _xp(scores, labels, sample_weight)
+    # numpy while every array is known (float64 scores stay exact for the ranking), else jnp
+    xp = checks.array_namespace(scores, labels, sample_weight)
     scores, labels, weights = (_as_array(a, xp) for a in (scores, labels, sample_weight))
     if scores.ndim < 2:
         raise ValueError(
@@ -59,7 +56,7 @@ def over_labels(
             f"shape {tuple(scores.shape)} (use average=None for one label)."
         )
     # one sample axis for all three, checked here: "micro" and "samples" reshape them
-    validation.sample_axis_shapes(
+    coercion.sample_axis_shapes(
         [("scores", scores), ("labels", labels), ("sample_weight", weights)]
     )
     if average == "samples":
@@ -78,9 +75,9 @@ def over_labels(
     if average == "macro":
         return per_label.mean(-1)
     # "weighted": by each label's positive weight; labels with none are left out, not NaN
-    positives = jnp.asarray(labels == 1, validation.float_dtype())
+    positives = jnp.asarray(labels == 1, float_dtype())
     if weights is not None:
-        positives = positives * jnp.asarray(weights, validation.float_dtype())
+        positives = positives * jnp.asarray(weights, float_dtype())
     support = jnp.broadcast_to(positives.sum(-1), per_label.shape)
     # `!= 0`, not `> 0`: a NaN or negative support (bad weights under jit) must not drop a label
     counted = support != 0
@@ -89,10 +86,10 @@ def over_labels(
     average = jnp.where(total == 0, jnp.nan, weighted / jnp.where(total == 0, 1, total))
     # a label row without positives is left out, but not its bad values: under jit the row's
     # mark (a label 2, a NaN score) would go with it (eagerly the metric has raised already)
-    invalid = validation.check_binary_labels(labels) | validation.check_finite(scores, "scores")
+    invalid = checks.check_binary_labels(labels) | checks.check_finite(scores, "scores")
     if weights is not None:
-        invalid = invalid | validation.check_weights(weights)
-    return validation.nan_where(jnp.broadcast_to(invalid, per_label.shape).any(-1), average)
+        invalid = invalid | checks.check_weights(weights)
+    return batching.nan_where(jnp.broadcast_to(invalid, per_label.shape).any(-1), average)
 
 
 def _samples_average(metric, scores, labels, weights, xp, **options) -> Array:
@@ -102,8 +99,9 @@ def _samples_average(metric, scores, labels, weights, xp, **options) -> Array:
             "`sample_weight` must be one weight per sample (shape [..., n] or [..., 1, n]) with "
             f"average='samples'; got shape {tuple(weights.shape)}."
         )
-    if xp is np:  # errors name the index in the caller's [..., L, n] layout, not the transposed
-        validation.binary_inputs(scores, labels, host=True)
+    # errors name the index in the caller's [..., L, n] layout, not the transposed one (traced,
+    # the metric below marks its own rows)
+    validation.binary_inputs(scores, labels, host=True, keep_split=True)
     shape = np.broadcast_shapes(scores.shape, labels.shape)
     by_sample = [xp.swapaxes(xp.broadcast_to(a, shape), -1, -2) for a in (scores, labels)]
     per_sample = metric(*by_sample, **options)  # [..., n]
@@ -111,10 +109,10 @@ def _samples_average(metric, scores, labels, weights, xp, **options) -> Array:
         return per_sample.mean(-1)
     if weights.ndim >= 2:
         weights = weights[..., 0, :]
-    invalid = validation.check_weights(weights)  # the metric above never saw them
-    weights = jnp.broadcast_to(jnp.asarray(weights, validation.float_dtype()), per_sample.shape)
+    invalid = checks.check_weights(weights)  # the metric above never saw them
+    weights = jnp.broadcast_to(jnp.asarray(weights, float_dtype()), per_sample.shape)
     # a sample of zero weight takes no part, even where its metric is undefined
     total = weights.sum(-1)
     summed = jnp.where(weights > 0, per_sample * weights, 0).sum(-1)
     average = jnp.where(total > 0, summed / jnp.where(total > 0, total, 1), jnp.nan)
-    return validation.nan_where(invalid, average)
+    return batching.nan_where(invalid, average)

@@ -20,8 +20,9 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import sorting, validation
+from jaxmetrics._src.core import checks, coercion, exact_order, sorting
 from jaxmetrics._src.core.floors import check_level, meets_floor, split_level
+from jaxmetrics._src.core.numerics import float_dtype
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.mesh import recipe
 from jaxmetrics._src.metrics.counts import safe_divide
@@ -71,7 +72,7 @@ class RocBand(NamedTuple):
 
 def _points(groups: sorting.Groups) -> tuple[Array, Array, Array, Array]:
     """(tp, fp) of every position with "flag nothing" appended last, and (P, N), in floats."""
-    dtype = validation.float_dtype()
+    dtype = float_dtype()
     nothing = jnp.zeros(1, groups.tp.dtype)
     tp = jnp.concatenate([groups.tp, nothing]).astype(dtype)
     fp = jnp.concatenate([groups.fp, nothing]).astype(dtype)
@@ -115,7 +116,7 @@ def _search_kernel(
 
 def _search(scores, labels, sample_weight, criterion: str, level: float = 0.0) -> OperatingPoint:
     parameters = [_CRITERIA.index(criterion), *split_level(level)]
-    parameters = np.asarray(parameters, validation.float_dtype())
+    parameters = np.asarray(parameters, float_dtype())
     result, codec = recipe.sorted_metric(_search_kernel, scores, labels, sample_weight, parameters)
     value, threshold, sensitivity, specificity = result
     return OperatingPoint(value, codec.decode(threshold), sensitivity, specificity)
@@ -131,14 +132,10 @@ def youden_threshold(
 
     .. math:: J = \max_t \left(\frac{TP(t)}{P} + \frac{TN(t)}{N} - 1\right)
 
-    Conventions: predicted positive iff ``score >= threshold``. Ties in J go to the highest
-    threshold (the most specific of the equally good rules; pROC lists them all). Flagging nothing
-    is not a candidate (its J is 0, which flagging everything attains too). NaN or infinite scores,
-    labels outside {0, 1} and negative weights raise `ValueError` naming the argument and index;
-    under `jax.jit` every field of the affected batch element is NaN, as where a class is absent.
-    Called eagerly, float64 and large-integer scores are ranked exactly and the threshold is the
-    input's own value (docs/conventions.md). Choose the threshold on validation data, never on
-    the test set.
+    Ties in J go to the highest threshold (the most specific of the equally good rules; pROC
+    lists them all). Flagging nothing is not a candidate (its J is 0, which flagging everything
+    attains too). Choose the threshold on validation data, never on the test set. Threshold
+    rule, bad input and precision: docs/conventions.md.
 
     Args:
       scores: ``[*batch, n]`` real scores, larger meaning more positive.
@@ -177,13 +174,9 @@ def closest_to_corner_threshold(
     .. math:: d = \min_t \sqrt{\left(1 - \frac{TP(t)}{P}\right)^2
               + \left(1 - \frac{TN(t)}{N}\right)^2}
 
-    Conventions: predicted positive iff ``score >= threshold``. Ties in distance go to the highest
-    threshold. Flagging nothing is not a candidate (its distance is 1, as flagging everything). NaN
-    or infinite scores, labels outside {0, 1} and negative weights raise `ValueError` naming the
-    argument and index; under `jax.jit` every field of the affected batch element is NaN, as where a
-    class is absent. Called eagerly, float64 and large-integer scores are ranked exactly and the
-    threshold is the input's own value (docs/conventions.md). Choose the threshold on
-    validation data, never on the test set.
+    Ties in distance go to the highest threshold. Flagging nothing is not a candidate (its
+    distance is 1, as flagging everything). Choose the threshold on validation data, never on
+    the test set. Threshold rule, bad input and precision: docs/conventions.md.
 
     Args:
       scores: ``[*batch, n]`` real scores, larger meaning more positive.
@@ -228,17 +221,14 @@ def sensitivity_at_specificity(
 
     .. math:: \max_t \frac{TP(t)}{P} \quad \text{subject to} \quad \frac{TN(t)}{N} \ge s_{\min}
 
-    Conventions: predicted positive iff ``score >= threshold``. Ties in sensitivity go to the
-    highest threshold (the same cases found with the fewest false alarms); flagging nothing
-    (threshold ``+inf``, sensitivity 0, specificity 1) is a candidate, so the result is defined at
-    every floor. `min_specificity` outside [0, 1] raises `ValueError`. To bootstrap it (pROC's
-    ``ci.se``), pass `bootstrap` ``lambda s, y, sample_weight: sensitivity_at_specificity(s, y,
-    min_specificity=0.9, sample_weight=sample_weight).value`` with ``stratify=labels``; `roc_band`
-    does a grid. NaN or infinite scores, labels outside {0, 1} and negative weights raise
-    `ValueError` naming the argument and index; under `jax.jit` every field of the affected batch
-    element is NaN, as where a class is absent. Called eagerly, float64 and large-integer scores are
-    ranked exactly and the threshold is the input's own value (docs/conventions.md). Choose
-    the threshold on validation data, never on the test set.
+    Ties in sensitivity go to the highest threshold (the same cases found with the fewest false
+    alarms); flagging nothing (threshold ``+inf``, sensitivity 0, specificity 1) is a candidate,
+    so the result is defined at every floor. `min_specificity` outside [0, 1] raises
+    `ValueError`. To bootstrap it (pROC's ``ci.se``), pass `bootstrap` ``lambda s, y,
+    sample_weight: sensitivity_at_specificity(s, y, min_specificity=0.9,
+    sample_weight=sample_weight).value`` with ``stratify=labels``; `roc_band` does a grid.
+    Choose the threshold on validation data, never on the test set. Threshold rule, bad input
+    and precision: docs/conventions.md.
 
     Args:
       scores: ``[*batch, n]`` real scores, larger meaning more positive.
@@ -282,14 +272,11 @@ def specificity_at_sensitivity(
 
     .. math:: \max_t \frac{TN(t)}{N} \quad \text{subject to} \quad \frac{TP(t)}{P} \ge s_{\min}
 
-    Conventions: predicted positive iff ``score >= threshold``. Ties in specificity go to the lowest
-    threshold (more cases found with the same false alarms); flagging nothing (threshold ``+inf``)
-    is a candidate, which only a floor of 0 lets through. `min_sensitivity` outside [0, 1] raises
-    `ValueError`. NaN or infinite scores, labels outside {0, 1} and negative weights raise
-    `ValueError` naming the argument and index; under `jax.jit` every field of the affected batch
-    element is NaN, as where a class is absent. Called eagerly, float64 and large-integer scores are
-    ranked exactly and the threshold is the input's own value (docs/conventions.md). Choose
-    the threshold on validation data, never on the test set.
+    Ties in specificity go to the lowest threshold (more cases found with the same false
+    alarms); flagging nothing (threshold ``+inf``) is a candidate, which only a floor of 0 lets
+    through. `min_sensitivity` outside [0, 1] raises `ValueError`. Choose the threshold on
+    validation data, never on the test set. Threshold rule, bad input and precision:
+    docs/conventions.md.
 
     Args:
       scores: ``[*batch, n]`` real scores, larger meaning more positive.
@@ -326,15 +313,25 @@ def _band_kernel(scores: Array, labels: Array, weights: Array | None, levels: Ar
     # sensitive one meeting it (`sensitivity_at_specificity`'s value), found for all S floors at
     # once by a binary search of the running maximum
     true_negatives = sorting.cumulative(jnp.where(is_point, n - fp, -jnp.inf), op="max")
-    # the number of positions below each floor (compared exactly, `meets_floor`), all S at once
-    head, tail = levels[:, 0, None], levels[:, 1, None]
-    first = (~meets_floor(true_negatives, n, (head, tail))).sum(axis=-1)
+    first = _first_meeting(true_negatives, n, levels)
     sensitivity = safe_divide(tp[jnp.minimum(first, tp.shape[0] - 1)], p)
     return jnp.where((p > 0) & (n > 0), sensitivity, jnp.nan)
 
 
-def _outside_unit_interval(values: np.ndarray) -> np.ndarray:
-    return ~((values >= 0) & (values <= 1))  # NaN too
+def _first_meeting(true_negatives: Array, n: Array, levels: Array) -> Array:
+    """For each of the S floors, the number of positions whose specificity misses it (compared
+    exactly, `meets_floor`): the running maximum rises, so the misses are a prefix and a binary
+    search finds its end in log2(m) steps, S gathers each (not S * m comparisons)."""
+    m = true_negatives.shape[0]
+    low = jnp.zeros(levels.shape[0], jnp.int32)
+    high = jnp.full(levels.shape[0], m, jnp.int32)
+    for _ in range(m.bit_length()):  # the answer lies in [low, high]; the gap halves each step
+        middle = (low + high) // 2
+        meets = meets_floor(true_negatives[middle], n, (levels[:, 0], levels[:, 1]))
+        searching = low < high
+        high = jnp.where(searching & meets, middle, high)
+        low = jnp.where(searching & ~meets, middle + 1, low)
+    return low
 
 
 @dataclasses.dataclass(frozen=True)
@@ -348,7 +345,7 @@ class SensitivitiesAt:
         if weights:  # the user's weights times the resample's counts
             sample_weight = weights[0] * sample_weight
         levels = np.asarray([split_level(level) for level in self.levels])
-        levels = levels.astype(validation.float_dtype())
+        levels = levels.astype(float_dtype())
         result, _ = recipe.sorted_metric(_band_kernel, scores, labels, sample_weight, levels)
         return result
 
@@ -375,10 +372,9 @@ def roc_band(
               \frac{TN^*_b(t)}{N} \ge s\right\}, \qquad
               [q_\alpha, q_{1-\alpha}] \text{ of } \{\mathrm{Se}^*_b(s)\}_{b=1}^B
 
-    Conventions: resamples keep the class sizes (``stratify=labels``), so every resample has
-    both classes. Bad data raise `ValueError` as in `sensitivity_at_specificity`; specificities
-    outside [0, 1] raise naming the index. Eager only (`bootstrap` is); the same key gives the
-    same band. Scores are ranked exactly (float64 included) in every resample.
+    Resamples keep the class sizes (``stratify=labels``), so every resample has both classes.
+    Eager only (`bootstrap` is); the same key gives the same band. Bad input (specificities
+    outside [0, 1] included) and precision, exact in every resample: docs/conventions.md.
 
     Args:
       scores: ``[*batch, n]`` real scores, larger meaning more positive (``[M, n]``: M models
@@ -407,15 +403,15 @@ def roc_band(
       Robin et al. (2011), BMC Bioinformatics 12:77 (pROC's ``ci.se``). Efron & Tibshirani
       (1993), An Introduction to the Bootstrap, Chapman & Hall.
     """
-    levels = validation.as_real_array(specificities, "specificities", min_ndim=0, host=True)
+    levels = coercion.as_real_array(specificities, "specificities", min_ndim=0, host=True)
     if levels.ndim != 1 or levels.size == 0:
         raise ValueError(f"`specificities` must be a non-empty 1-D array; got {levels.shape}.")
     levels = levels.astype(np.float64)
-    validation.check_values(levels, "specificities", _outside_unit_interval, "be in [0, 1]")
-    labels = validation.as_real_array(labels, "labels", host=True)
+    checks.check(levels, "specificities", checks.UNIT_INTERVAL)
+    labels = coercion.as_real_array(labels, "labels", host=True)
     if labels.ndim != 1:
         raise ValueError(f"`labels` must have shape (n,) (they stratify); got {labels.shape}.")
-    keys, _ = validation.order_keys(scores)
+    keys, _ = exact_order.order_keys(scores)
     weights = () if sample_weight is None else (sample_weight,)
     result = bootstrap(
         SensitivitiesAt(tuple(levels.tolist())),

@@ -13,11 +13,10 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import sorting, validation
+from jaxmetrics._src.core import sorting, terms
+from jaxmetrics._src.core.numerics import float_dtype, safe_divide
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.mesh import recipe
-from jaxmetrics._src.metrics.counts import safe_divide
-from jaxmetrics._src.metrics.ranking import auc_terms
 
 # A partial area below the diagonal's by more than this many float epsilons (of the band width)
 # has no McClish correction: rounding alone must not turn a curve on the diagonal into NaN.
@@ -55,17 +54,14 @@ def partial_roc_auc(
     ``(b - a) - (b^2 - a^2) / 2`` for `tpr_range` (pROC's one formula for both foci). The full
     band (0, 1) gives the AUC, corrected or not.
 
-    Conventions: the ROC curve is the empirical one, its points those of `roc_curve`, tied
-    scores joined by a straight (diagonal) segment, and a band edge inside a segment cuts it by
-    linear interpolation (as pROC); samples of zero weight take no part. The bounds may come in
-    either order. With one class present (or all the weight on one class) the curve and the area
-    are undefined: NaN. The corrected area is NaN where the curve lies below the diagonal over
-    the band (pROC: NA, "correction not defined for ROC curves below the diagonal"), up to
-    rounding: an area below A_min by less than 64 float epsilons of the band width is corrected
-    (to about 1/2). NaN or infinite scores, labels outside {0, 1} and negative weights raise
-    `ValueError`; under `jax.jit` the result of the affected batch element is NaN. Precision:
-    called eagerly, float64 and large-integer scores are ranked exactly (docs/conventions.md);
-    under `jax.jit` they are what JAX made them (float32 unless `jax_enable_x64`).
+    The ROC curve is the empirical one, its points those of `roc_curve`, tied scores joined by
+    a straight (diagonal) segment, and a band edge inside a segment cuts it by linear
+    interpolation (as pROC). The bounds may come in either order. With one class present (or
+    all the weight on one class) the curve and the area are undefined: NaN. The corrected area
+    is NaN where the curve lies below the diagonal over the band (pROC: NA, "correction not
+    defined for ROC curves below the diagonal"), up to rounding: an area below A_min by less
+    than 64 float epsilons of the band width is corrected (to about 1/2). Bad input, weights
+    and precision: docs/conventions.md.
 
     Args:
       scores: ``[*batch, n]`` real scores, larger meaning more positive.
@@ -113,7 +109,7 @@ def partial_roc_auc(
             f"standardisation divides by the band's width); got {band!r}."
         )
     # the bounds travel as a traced array: a new band needs no new compilation
-    dtype = validation.float_dtype()
+    dtype = float_dtype()
     low, high = (float(np.asarray(bound, dtype)) for bound in (low, high))
     if correct and low == high:
         raise ValueError(
@@ -179,9 +175,9 @@ def _partial_auc_kernel(
     correct: bool,
 ) -> Array:
     ranked, _, groups = sorting.rank_and_tally(scores, labels, weights)
-    dtype = validation.float_dtype()
+    dtype = float_dtype()
     low, high, span = bounds[0], bounds[1], bounds[2]
-    fpr_above, fpr, tpr_above, tpr = auc_terms(groups, dtype)
+    fpr_above, fpr, tpr_above, tpr = terms.roc_segments(groups, dtype)
     u_above, u = (fpr_above, fpr) if focus == "fpr" else (tpr_above, tpr)
     if focus == "fpr":  # the sensitivity over the false positive rate
         pieces = _band_area(fpr_above, fpr, tpr_above, tpr, low, high)

@@ -18,20 +18,11 @@ import functools
 
 import jax.numpy as jnp
 
-from jaxmetrics._src.core import sorting, validation
+from jaxmetrics._src.core import options, sorting, terms
+from jaxmetrics._src.core.numerics import float_dtype, safe_divide
 from jaxmetrics._src.core.typing import Array, ArrayLike, MultilabelAverage
-from jaxmetrics._src.mesh import recipe, sharded
+from jaxmetrics._src.mesh import forms, recipe
 from jaxmetrics._src.metrics import multilabel
-from jaxmetrics._src.metrics.counts import safe_divide
-
-
-def auc_terms(groups: sorting.Groups, dtype) -> tuple[Array, Array, Array, Array]:
-    """Each group's ROC segment from the point above it to its own point, in rates."""
-    p = groups.total_positive.astype(dtype)
-    n = groups.total_negative.astype(dtype)
-    x0, x1 = groups.fp_above.astype(dtype) / n, groups.fp.astype(dtype) / n
-    y0, y1 = groups.tp_above.astype(dtype) / p, groups.tp.astype(dtype) / p
-    return x0, x1, y0, y1
 
 
 @recipe.order_only
@@ -61,13 +52,8 @@ def roc_auc(
     the area under the curve up to ``fpr = m = max_fpr``, the segment that crosses m cut by
     linear interpolation.
 
-    Conventions: tied scores move together along the curve (a diagonal segment), which is the
-    1/2 above; samples of zero weight take no part. One sort per score vector: a batch of
-    weight vectors against one score vector sorts once. NaN or infinite scores, labels outside
-    {0, 1} and negative weights raise `ValueError`; under `jax.jit` the AUC of the affected
-    batch element is NaN. Precision: called eagerly, float64 and large-integer scores are ranked
-    exactly (docs/conventions.md); under `jax.jit` they are what JAX made them (float32
-    unless `jax_enable_x64` is on), so scores that float32 cannot tell apart tie.
+    Tied scores move together along the curve (a diagonal segment), which is the 1/2 above.
+    Bad input, ties, weights and precision: docs/conventions.md.
 
     Args:
       scores: ``[*batch, n]`` real scores, larger meaning more positive.
@@ -106,7 +92,7 @@ def roc_auc(
       the ROC curve", Medical Decision Making 9:190-195.
     """
     if max_fpr is not None:
-        max_fpr = validation.check_real(max_fpr, "max_fpr")
+        max_fpr = options.check_real(max_fpr, "max_fpr")
     if max_fpr is not None and not 0 < max_fpr <= 1:
         raise ValueError(f"`max_fpr` must be in (0, 1]; got {max_fpr}.")
     if max_fpr == 1:
@@ -115,7 +101,7 @@ def roc_auc(
         return multilabel.over_labels(
             roc_auc, scores, labels, sample_weight, average, max_fpr=max_fpr
         )
-    auc, _ = recipe.sorted_metric(_roc_auc_kernel, scores, labels, sample_weight, max_fpr=max_fpr)
+    auc, _ = recipe.sorted_metric(_ROC_AUC, scores, labels, sample_weight, max_fpr=max_fpr)
     return auc
 
 
@@ -123,7 +109,7 @@ def _roc_auc_kernel(
     scores: Array, labels: Array, weights: Array | None, *, max_fpr: float | None
 ) -> Array:
     ranked, tallies, groups = sorting.rank_and_tally(scores, labels, weights)
-    dtype = validation.float_dtype()
+    dtype = float_dtype()
     if max_fpr is None and weights is None:
         # Mann-Whitney from midranks: with unit weights the midrank of position i is
         # (a + b + 1) / 2 for its tie group [a, b), so U = (sum over positives of (a + b) - P^2) / 2
@@ -134,21 +120,16 @@ def _roc_auc_kernel(
         ends = (ranked.group_start + ranked.group_stop).astype(dtype)
         return (jnp.where(positive, ends, 0).sum() - p * p) / (2 * p * n)
     if max_fpr is None:
-        # the pair count: each positive beats the negatives below its tie group and half of
-        # those inside it; one prefix sum (negatives) per weight vector, the bootstrap's case.
-        # Twice the negatives below are scaled by a power of two to at most 1 (exact), so huge
-        # weights cannot overflow the sum; the area is then one division, rounded once, as the
-        # unweighted formula above. (A share divided by n per term is not: XLA divides by a
-        # broadcast total through its reciprocal, and n / n came out 0.99999994.)
-        negatives = tallies.negative.astype(dtype)
-        p, n = tallies.total_positive.astype(dtype), tallies.total_negative.astype(dtype)
-        _, exponent = jnp.frexp(2 * n)
-        scale = jnp.ldexp(jnp.ones((), dtype), -exponent)  # 2 n scale lies in [1/2, 1)
-        below_twice = (negatives[ranked.group_start] + negatives[ranked.group_stop]) * scale
-        won = (tallies.positive_weights.astype(dtype) * below_twice).sum()
-        # float weights: the sum of the positives' weights may exceed P by an ulp
-        return jnp.minimum(won / (p * (2 * n * scale)), 1)
-    x0, x1, y0, y1 = auc_terms(groups, dtype)
+        # the pair count (`terms.auc_wins`): each positive beats the negatives below its tie
+        # group and half of those inside it; one prefix sum (negatives) per weight vector, the
+        # bootstrap's case: each positive sample is its own entry, with its group's negatives
+        negatives = tallies.negative
+        below, through = negatives[ranked.group_start], negatives[ranked.group_stop]
+        p, n = tallies.total_positive, tallies.total_negative
+        scale = terms.auc_scale(n, dtype)
+        wins = terms.auc_wins(tallies.positive_weights, below, through - below, scale, dtype)
+        return terms.auc_of_wins(wins.sum(), p, n, scale, dtype)
+    x0, x1, y0, y1 = terms.roc_segments(groups, dtype)
     start = ranked.is_group_start
     # clip each segment at fpr = max_fpr, interpolating linearly along it (as sklearn does)
     right = jnp.minimum(x1, max_fpr)
@@ -180,13 +161,8 @@ def average_precision(
     over the distinct thresholds k, highest first, with P_k and R_k the precision and recall of
     the rule ``score >= threshold_k`` and R_0 = 0.
 
-    Conventions: tied scores form one step, at the precision of the whole tie group, so the
-    result never depends on the sample order; samples of zero weight take no part. NaN or
-    infinite scores, labels outside {0, 1} and negative weights raise `ValueError`; under
-    `jax.jit` the AP of the affected batch element is NaN. Precision: called eagerly, float64
-    and large-integer scores are ranked exactly (docs/conventions.md); under `jax.jit` they
-    are what JAX made them (float32 unless `jax_enable_x64` is on), so scores that float32
-    cannot tell apart tie.
+    Tied scores form one step, at the precision of the whole tie group, so the result never
+    depends on the sample order. Bad input, ties, weights and precision: docs/conventions.md.
 
     Args:
       scores: ``[*batch, n]`` real scores, larger meaning more positive.
@@ -219,23 +195,23 @@ def average_precision(
     """
     if average is not None:
         return multilabel.over_labels(average_precision, scores, labels, sample_weight, average)
-    ap, _ = recipe.sorted_metric(_average_precision_kernel, scores, labels, sample_weight)
+    ap, _ = recipe.sorted_metric(_AVERAGE_PRECISION, scores, labels, sample_weight)
     return ap
 
 
 def _average_precision_kernel(scores: Array, labels: Array, weights: Array | None) -> Array:
-    ranked, _, groups = sorting.rank_and_tally(scores, labels, weights)
-    dtype = validation.float_dtype()
-    positives_in_group = (groups.tp - groups.tp_above).astype(dtype)
-    precision_at_group = safe_divide(groups.tp, groups.tp + groups.fp, 0.0)
-    recall_steps = positives_in_group / groups.total_positive.astype(dtype)
-    steps = jnp.where(ranked.is_group_start, recall_steps * precision_at_group, 0)
-    # P steps of 1/P do not sum to 1 in floats: a perfect ranking (every group holding a
-    # positive at precision 1) is 1 exactly
-    perfect = jnp.all((positives_in_group == 0) | (precision_at_group == 1))
-    ap = jnp.where(perfect, 1, jnp.minimum(steps.sum(), 1))
-    one_class = (groups.total_positive == 0) | (groups.total_negative == 0)
-    return jnp.where(one_class, jnp.nan, ap)
+    ranked, tallies, _ = sorting.rank_and_tally(scores, labels, weights)
+    groups = terms.engine_groups(ranked, tallies)
+    dtype = float_dtype()
+    steps, imperfect = terms.ap_steps(groups, dtype)
+    start = ranked.is_group_start
+    return terms.ap_of_steps(
+        jnp.where(start, steps, 0).sum(),
+        jnp.any(start & imperfect),
+        groups.total_positive,
+        groups.total_negative,
+        dtype,
+    )
 
 
 @recipe.order_only
@@ -254,17 +230,12 @@ def precision_at_k(
     with s the k-th highest score, TP_{>s} and n_{>s} the positives and the samples scoring
     above s, and TP_{=s} and n_{=s} those scoring exactly s (weights summed when given).
 
-    Conventions: when the k-th highest score is shared by samples inside and outside the top k,
-    the tied group contributes its share of positives to the places left, which is the expected
-    precision when the tie is broken at random, so the result never depends on the sample
-    order. With weights, k counts weight (an integer weight w stands for w copies of the
-    sample); if the total weight is below k, the precision is over all samples; with no
-    weight at all, or no positive (a query without a relevant item), it is NaN. NaN or
-    infinite scores, labels outside {0, 1} and negative weights raise `ValueError`; under
-    `jax.jit` the value of the affected batch element is NaN.
-    Precision: called eagerly, float64 and large-integer scores are ranked exactly
-    (docs/conventions.md); under `jax.jit` they are what JAX made them (float32 unless
-    `jax_enable_x64` is on), so scores that float32 cannot tell apart tie.
+    When the k-th highest score is shared by samples inside and outside the top k, the tied
+    group contributes its share of positives to the places left, which is the expected precision
+    when the tie is broken at random, so the result never depends on the sample order. With
+    weights, k counts weight; if the total weight is below k, the precision is over all samples;
+    with no weight at all, or no positive (a query without a relevant item), it is NaN. Bad
+    input, ties and precision: docs/conventions.md.
 
     Args:
       scores: ``[*batch, n]`` real scores, larger meaning more positive.
@@ -290,14 +261,14 @@ def precision_at_k(
       McSherry & Najork (2008), "Computing information retrieval performance measures
       efficiently in the presence of tied scores", Proc. ECIR, LNCS 4956:414-421.
     """
-    k = validation.check_count(k, "k")
+    k = options.check_count(k, "k")
     value, _ = recipe.sorted_metric(_precision_at_k_kernel, scores, labels, sample_weight, k=k)
     return value
 
 
 def _precision_at_k_kernel(scores: Array, labels: Array, weights: Array | None, *, k: int) -> Array:
     ranked, _, groups = sorting.rank_and_tally(scores, labels, weights)
-    dtype = validation.float_dtype()
+    dtype = float_dtype()
     taken_above = (groups.tp_above + groups.fp_above).astype(dtype)
     taken_here = (groups.tp + groups.fp).astype(dtype)
     total = (groups.total_positive + groups.total_negative).astype(dtype)
@@ -311,10 +282,17 @@ def _precision_at_k_kernel(scores: Array, labels: Array, weights: Array | None, 
     return jnp.where(groups.total_positive > 0, value, jnp.nan)
 
 
-# the exact sample sort over a mesh (sharded.py) computes these two without gathering the samples
-recipe.SHARDED_FORMS[(_roc_auc_kernel, (("max_fpr", None),))] = functools.partial(
-    sharded.sharded_metric, "roc_auc"
-)
-recipe.SHARDED_FORMS[(_average_precision_kernel, ())] = functools.partial(
-    sharded.sharded_metric, "average_precision"
-)
+# Samples split over a mesh: the distributed sample sort (`forms.py`) computes the AUC (without
+# `max_fpr`) and the AP where the samples are.
+def _roc_auc_on_mesh(*, max_fpr: float | None):
+    if max_fpr is not None:
+        return None
+    return functools.partial(forms.sharded_metric, forms.auc_over_axes)
+
+
+def _average_precision_on_mesh():
+    return functools.partial(forms.sharded_metric, forms.ap_over_axes)
+
+
+_ROC_AUC = recipe.Kernel(_roc_auc_kernel, mesh_form=_roc_auc_on_mesh)
+_AVERAGE_PRECISION = recipe.Kernel(_average_precision_kernel, mesh_form=_average_precision_on_mesh)

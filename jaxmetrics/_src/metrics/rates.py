@@ -14,7 +14,9 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from jaxmetrics._src.core import kernels, validation
+from jaxmetrics._src.core import kernels
+from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.options import check_option, check_real
 from jaxmetrics._src.core.typing import Array, Average, options_of
 from jaxmetrics._src.metrics.counts import Counts, safe_divide
 
@@ -73,8 +75,8 @@ def _rate(rate_of, counts: Any, *, zero_division: float, average: Average, **par
     """Apply ``rate_of(counts, zero_division, **params)`` with the averaging rule and the -1
     sentinel. `rate_of` is a module-level function, so the whole computation is one compiled
     program per rate, averaging and shape (`zero_division` and `params` are traced)."""
-    validation.check_option(average, "average", _AVERAGES)
-    zero_division = validation.check_real(zero_division, "zero_division", traced=True)
+    check_option(average, "average", _AVERAGES)
+    zero_division = check_real(zero_division, "zero_division", traced=True)
     counts = _as_counts(counts)
     if average is not None and counts.tp.ndim == 0:
         raise ValueError(
@@ -121,7 +123,7 @@ def _balanced_accuracy_of(c: Counts, z) -> Array:
 
 
 def _f_beta_of(c: Counts, z, beta) -> Array:
-    tp = c.tp.astype(validation.float_dtype())
+    tp = c.tp.astype(float_dtype())
     scale = 1.0 + beta * beta
     return safe_divide(scale * tp, scale * tp + beta * beta * c.fn + c.fp, z)
 
@@ -138,18 +140,14 @@ def precision(counts: Counts, *, zero_division: float = math.nan, average: Avera
 
     .. math:: \mathrm{precision} = \frac{TP}{TP + FP}
 
-    Conventions: the counts carry the threshold rule (predicted positive iff
-    ``score >= threshold``). `average` works over the last (class) axis, e.g. of `one_vs_rest`
-    counts: "micro" pools the counts before dividing, "macro" is the plain mean (NaN when any
-    class is NaN, where scikit-learn's ``zero_division=np.nan`` leaves that class out),
-    "weighted" weighs each class by its support TP + FN. Counts holding the -1 marker of a bad
-    input under `jax.jit` give NaN.
+    Bad input (counts of -1) and a macro average over a NaN class: docs/conventions.md.
 
     Args:
       counts: `Counts` whose fields share a shape ``[*batch]``; with `average`, the last axis is
         the class axis, ``[*batch, C]``.
       zero_division: the value where TP + FP = 0; NaN by default.
-      average: None (per element), "micro", "macro" or "weighted" over the class axis.
+      average: None (per element), or over the class axis: "micro" (counts pooled before
+        dividing), "macro" (the plain mean) or "weighted" (by the support TP + FN).
 
     Returns:
       A float array of shape ``[*batch]``, the counts' shape less the class axis when `average`
@@ -180,17 +178,15 @@ def recall(counts: Counts, *, zero_division: float = math.nan, average: Average 
 
     .. math:: \mathrm{recall} = \frac{TP}{TP + FN}
 
-    Conventions: the counts carry the threshold rule (predicted positive iff
-    ``score >= threshold``). `average` works over the last (class) axis: "micro" pools the counts
-    before dividing, "macro" is the plain mean (NaN when any class is NaN), "weighted" weighs
-    each class by its support TP + FN (a class without support weighs nothing). Counts holding
-    the -1 marker of a bad input under `jax.jit` give NaN.
+    With ``average="weighted"`` a class without support weighs nothing. Bad input (counts of
+    -1) and a macro average over a NaN class: docs/conventions.md.
 
     Args:
       counts: `Counts` whose fields share a shape ``[*batch]``; with `average`, the last axis is
         the class axis, ``[*batch, C]``.
       zero_division: the value where TP + FN = 0; NaN by default.
-      average: None (per element), "micro", "macro" or "weighted" over the class axis.
+      average: None (per element), or over the class axis: "micro" (counts pooled before
+        dividing), "macro" (the plain mean) or "weighted" (by the support TP + FN).
 
     Returns:
       A float array of shape ``[*batch]``, the counts' shape less the class axis when `average`
@@ -221,17 +217,14 @@ def specificity(
 
     .. math:: \mathrm{specificity} = \frac{TN}{TN + FP} = 1 - \mathrm{FPR}
 
-    Conventions: the counts carry the threshold rule (predicted positive iff
-    ``score >= threshold``). `average` works over the last (class) axis: "micro" pools the counts
-    before dividing, "macro" is the plain mean (NaN when any class is NaN), "weighted" weighs
-    each class by its support TP + FN. Counts holding the -1 marker of a bad input under
-    `jax.jit` give NaN.
+    Bad input (counts of -1) and a macro average over a NaN class: docs/conventions.md.
 
     Args:
       counts: `Counts` whose fields share a shape ``[*batch]``; with `average`, the last axis is
         the class axis, ``[*batch, C]``.
       zero_division: the value where TN + FP = 0; NaN by default.
-      average: None (per element), "micro", "macro" or "weighted" over the class axis.
+      average: None (per element), or over the class axis: "micro" (counts pooled before
+        dividing), "macro" (the plain mean) or "weighted" (by the support TP + FN).
 
     Returns:
       A float array of shape ``[*batch]``, the counts' shape less the class axis when `average`
@@ -259,17 +252,14 @@ def false_positive_rate(
 
     .. math:: \mathrm{FPR} = \frac{FP}{FP + TN}
 
-    Conventions: the counts carry the threshold rule (predicted positive iff
-    ``score >= threshold``). `average` works over the last (class) axis: "micro" pools the counts
-    before dividing, "macro" is the plain mean (NaN when any class is NaN), "weighted" weighs
-    each class by its support TP + FN. Counts holding the -1 marker of a bad input under
-    `jax.jit` give NaN.
+    Bad input (counts of -1) and a macro average over a NaN class: docs/conventions.md.
 
     Args:
       counts: `Counts` whose fields share a shape ``[*batch]``; with `average`, the last axis is
         the class axis, ``[*batch, C]``.
       zero_division: the value where FP + TN = 0; NaN by default.
-      average: None (per element), "micro", "macro" or "weighted" over the class axis.
+      average: None (per element), or over the class axis: "micro" (counts pooled before
+        dividing), "macro" (the plain mean) or "weighted" (by the support TP + FN).
 
     Returns:
       A float array of shape ``[*batch]``, the counts' shape less the class axis when `average`
@@ -296,17 +286,14 @@ def accuracy(counts: Counts, *, zero_division: float = math.nan, average: Averag
 
     .. math:: \mathrm{accuracy} = \frac{TP + TN}{TP + FP + FN + TN}
 
-    Conventions: the counts carry the threshold rule (predicted positive iff
-    ``score >= threshold``). `average` works over the last (class) axis: "micro" pools the counts
-    before dividing, "macro" is the plain mean (NaN when any class is NaN), "weighted" weighs
-    each class by its support TP + FN. Counts holding the -1 marker of a bad input under
-    `jax.jit` give NaN.
+    Bad input (counts of -1) and a macro average over a NaN class: docs/conventions.md.
 
     Args:
       counts: `Counts` whose fields share a shape ``[*batch]``; with `average`, the last axis is
         the class axis, ``[*batch, C]``.
       zero_division: the value where all four counts are 0; NaN by default.
-      average: None (per element), "micro", "macro" or "weighted" over the class axis.
+      average: None (per element), or over the class axis: "micro" (counts pooled before
+        dividing), "macro" (the plain mean) or "weighted" (by the support TP + FN).
 
     Returns:
       A float array of shape ``[*batch]``, the counts' shape less the class axis when `average`
@@ -337,17 +324,14 @@ def balanced_accuracy(
     .. math:: \mathrm{balanced\ accuracy} = \frac12 \left(\frac{TP}{TP + FN}
               + \frac{TN}{TN + FP}\right)
 
-    Conventions: the counts carry the threshold rule (predicted positive iff
-    ``score >= threshold``). `average` works over the last (class) axis: "micro" pools the counts
-    before dividing, "macro" is the plain mean (NaN when any class is NaN), "weighted" weighs
-    each class by its support TP + FN. Counts holding the -1 marker of a bad input under
-    `jax.jit` give NaN.
+    Bad input (counts of -1) and a macro average over a NaN class: docs/conventions.md.
 
     Args:
       counts: `Counts` whose fields share a shape ``[*batch]``; with `average`, the last axis is
         the class axis, ``[*batch, C]``.
       zero_division: the value of a rate whose denominator is 0 (a class absent); NaN by default.
-      average: None (per element), "micro", "macro" or "weighted" over the class axis.
+      average: None (per element), or over the class axis: "micro" (counts pooled before
+        dividing), "macro" (the plain mean) or "weighted" (by the support TP + FN).
 
     Returns:
       A float array of shape ``[*batch]``, the counts' shape less the class axis when `average`
@@ -386,19 +370,17 @@ def f_beta(
     .. math:: F_\beta = \frac{(1+\beta^2)\, TP}{(1+\beta^2)\, TP + \beta^2 FN + FP}
               = \frac{(1+\beta^2)\, P R}{\beta^2 P + R}
 
-    Conventions: the counts carry the threshold rule (predicted positive iff
-    ``score >= threshold``). ``beta=0`` gives precision and ``beta=inf`` recall (the limit);
-    a negative or NaN `beta` raises `ValueError`. `average` works over the last (class) axis:
-    "micro" pools the counts before dividing, "macro" is the plain mean (NaN when any class is
-    NaN), "weighted" weighs each class by its support TP + FN. Counts holding the -1 marker of
-    a bad input under `jax.jit` give NaN.
+    ``beta=0`` gives precision and ``beta=inf`` recall (the limit); a negative or NaN `beta`
+    raises `ValueError`. Bad input (counts of -1) and a macro average over a NaN class:
+    docs/conventions.md.
 
     Args:
       counts: `Counts` whose fields share a shape ``[*batch]``; with `average`, the last axis is
         the class axis, ``[*batch, C]``.
       beta: weight of recall against precision, a float >= 0 (``inf`` allowed); 1 gives F1.
       zero_division: the value where TP = FP = FN = 0; NaN by default.
-      average: None (per element), "micro", "macro" or "weighted" over the class axis.
+      average: None (per element), or over the class axis: "micro" (counts pooled before
+        dividing), "macro" (the plain mean) or "weighted" (by the support TP + FN).
 
     Returns:
       A float array of shape ``[*batch]``, the counts' shape less the class axis when `average`
@@ -417,7 +399,7 @@ def f_beta(
       Chinchor (1992), "MUC-4 evaluation metrics", Proc. 4th Message Understanding Conference,
       22-29.
     """
-    beta = validation.check_real(beta, "beta")
+    beta = check_real(beta, "beta")
     if not beta >= 0:
         raise ValueError(f"`beta` must be >= 0; got {beta}.")
     if math.isinf(beta):  # the limit of F-beta as beta grows is recall

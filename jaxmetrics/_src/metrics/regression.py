@@ -9,7 +9,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxmetrics._src.core import validation
+from jaxmetrics._src.core import batching, checks, coercion
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.metrics.counts import safe_divide
 
@@ -22,12 +22,12 @@ def _regression_inputs(
 
     Concrete inputs stay numpy arrays, so that checking them dispatches no JAX op.
     """
-    predictions = validation.as_scores(predictions, "predictions", host=True)
-    targets = validation.as_scores(targets, "targets", host=True)
-    validation.sample_axis_shapes([("predictions", predictions), ("targets", targets)])
+    predictions = coercion.as_scores(predictions, "predictions", host=True)
+    targets = coercion.as_scores(targets, "targets", host=True)
+    coercion.sample_axis_shapes([("predictions", predictions), ("targets", targets)])
     flags = (
-        validation.check_finite(predictions, "predictions"),
-        validation.check_finite(targets, "targets"),
+        checks.check_finite(predictions, "predictions"),
+        checks.check_finite(targets, "targets"),
     )
     return predictions, targets, flags
 
@@ -36,7 +36,7 @@ def _marked(flags: tuple[Array, Array], value: Array) -> Array:
     """`value` (batch-shaped) with NaN where either input's batch element was flagged."""
     predictions_flag, targets_flag = flags
     invalid = jnp.broadcast_to(predictions_flag | targets_flag, value.shape)
-    return validation.nan_where(invalid, value)
+    return batching.nan_where(invalid, value)
 
 
 @jax.jit
@@ -64,9 +64,8 @@ def mean_absolute_error(predictions: ArrayLike, targets: ArrayLike) -> Array:
 
     .. math:: \mathrm{MAE} = \frac1n \sum_{i=1}^n |\hat y_i - y_i|
 
-    Conventions: NaN or infinite values in either argument raise `ValueError` eagerly, naming the
-    argument and the index; under `jax.jit` that batch element's error is NaN. Precision: the
-    values are float32 (float64 input included), float64 when `jax_enable_x64` is on.
+    NaN or infinite values in either argument are bad input (docs/conventions.md). The values
+    are float32 (float64 input included), float64 when `jax_enable_x64` is on.
 
     Args:
       predictions: ``[*batch, n]`` predicted values.
@@ -93,7 +92,7 @@ def root_mean_squared_error(predictions: ArrayLike, targets: ArrayLike) -> Array
 
     .. math:: \mathrm{RMSE} = \sqrt{\frac1n \sum_{i=1}^n (\hat y_i - y_i)^2}
 
-    Conventions: bad input and precision as `mean_absolute_error`.
+    Bad input and precision as `mean_absolute_error`.
 
     Args:
       predictions: ``[*batch, n]`` predicted values.
@@ -122,7 +121,7 @@ def r2_score(predictions: ArrayLike, targets: ArrayLike) -> Array:
 
     .. math:: R^2 = 1 - \frac{\sum_i (y_i - \hat y_i)^2}{\sum_i (y_i - \bar y)^2}
 
-    Conventions: constant targets give NaN (R² is undefined); bad input and precision as
+    Constant targets give NaN (R² is undefined); bad input and precision as
     `mean_absolute_error`. R² is negative for predictions worse than the targets' mean.
 
     Args:

@@ -21,7 +21,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import kernels, sorting, validation
+from jaxmetrics._src.core import batching, checks, kernels, sorting
+from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.options import check_count, check_option
 from jaxmetrics._src.core.typing import (
     Array,
     ArrayLike,
@@ -133,7 +135,7 @@ def _host_bins(
     if strategy == "uniform":
         inner = np.linspace(0.0, 1.0, num_bins + 1)[1:-1]
         ids = np.searchsorted(inner, probs, side="left")
-        return ids.astype(np.int32), _uniform_edges(num_bins, validation.float_dtype())
+        return ids.astype(np.int32), _uniform_edges(num_bins, float_dtype())
     if weights is None:
         edges = np.moveaxis(np.percentile(probs, _quantile_levels(num_bins), axis=-1), 0, -1)
     else:
@@ -145,7 +147,7 @@ def _host_bins(
         edges = edges.reshape(shape[:-1] + (num_bins + 1,))
     rows = zip(probs.reshape(-1, probs.shape[-1]), edges.reshape(-1, num_bins + 1))
     ids = np.stack([np.searchsorted(e[1:-1], p, side="left") for p, e in rows])
-    return ids.reshape(probs.shape).astype(np.int32), edges.astype(validation.float_dtype())
+    return ids.reshape(probs.shape).astype(np.int32), edges.astype(float_dtype())
 
 
 def _device_bins(
@@ -193,7 +195,7 @@ def _tally_bins(
         positives = per_bin(jnp.where(labels == 1, weights, 0))
         return _BinTallies(count, positives, per_bin(weights * probs), edges)
 
-    return validation.map_batch(kernel, probs, labels, weights, ids, edges)
+    return batching.map_batch(kernel, probs, labels, weights, ids, edges)
 
 
 def _binning_inputs(
@@ -205,13 +207,13 @@ def _binning_inputs(
 ) -> tuple[int, tuple]:
     """(num_bins, the arguments of the binned programs): options and values checked, and the
     probabilities binned on the host when they are concrete."""
-    validation.check_option(strategy, "strategy", options_of(BinningStrategy))
-    num_bins = validation.check_count(num_bins, "num_bins")
-    known = validation.host_values(probs)
+    check_option(strategy, "strategy", options_of(BinningStrategy))
+    num_bins = check_count(num_bins, "num_bins")
+    known = checks.host_values(probs)
     probs, labels, weights, flags = probability_inputs(probs, labels, sample_weight)
     ids = edges = None
-    host_weights = None if weights is None else validation.host_values(weights)
-    if validation.host_values(probs) is not None and (weights is None or host_weights is not None):
+    host_weights = None if weights is None else checks.host_values(weights)
+    if checks.host_values(probs) is not None and (weights is None or host_weights is not None):
         # float64 input is binned in float64 (its own precision), the rest in the results' type
         values = known if known is not None and known.dtype == np.float64 else np.asarray(probs)
         ids, edges = _host_bins(values, num_bins, strategy, host_weights)
@@ -229,13 +231,13 @@ def _table(probs, labels, weights, ids, edges, flags, *, num_bins, strategy) -> 
         safe_divide(tallies.mass, tallies.count, jnp.nan),
         tallies.count,
     )
-    return validation.nan_where(any_flagged(flags, tallies.count.shape[:-1]), table)
+    return batching.nan_where(any_flagged(flags, tallies.count.shape[:-1]), table)
 
 
 @functools.partial(kernels.sample_jit, static_argnames=(*_BINNED, "z"))
 def _bins(probs, labels, weights, ids, edges, flags, *, num_bins, strategy, z) -> ReliabilityBins:
     tallies = _tally_bins(probs, labels, weights, ids, edges, num_bins, strategy)
-    dtype = validation.float_dtype()
+    dtype = float_dtype()
     low, high = intervals.wilson_bounds(
         tallies.positives.astype(dtype), tallies.count.astype(dtype), z
     )
@@ -247,7 +249,7 @@ def _bins(probs, labels, weights, ids, edges, flags, *, num_bins, strategy, z) -
         high,
         tallies.edges,
     )
-    return validation.nan_where(any_flagged(flags, tallies.count.shape[:-1]), bins)
+    return batching.nan_where(any_flagged(flags, tallies.count.shape[:-1]), bins)
 
 
 @functools.partial(kernels.sample_jit, static_argnames=(*_BINNED, "norm"))
@@ -265,7 +267,7 @@ def _ece(probs, labels, weights, ids, edges, flags, *, num_bins, strategy, norm)
         value = jnp.sqrt((share * gap**2).sum(-1))
     else:  # every sample lies in a bin, so some bin is filled (n >= 1 is checked)
         value = gap.max(-1)
-    return validation.nan_where(any_flagged(flags, value.shape), value)
+    return batching.nan_where(any_flagged(flags, value.shape), value)
 
 
 # ----------------------------------------------------------------------------- public binning
@@ -293,15 +295,13 @@ def reliability_table(
       \bar p_b = \frac{1}{n_b} \sum_{i:\, p_i \in B_b} p_i, \qquad
       B_b = (e_b, e_{b+1}]
 
-    Conventions: bins are right-closed, the first one also holding its left edge, as in
-    scikit-learn; a probability of exactly 1 is in the last bin. Probabilities outside [0, 1]
-    (NaN included) and labels other than 0/1 raise `ValueError` eagerly, naming the argument
-    and the index; under `jax.jit` that batch element's counts are -1 (the count marker) and
-    its rates NaN. A batch axis of size 1 is kept. Precision: called eagerly, probabilities are
-    binned on the host in their own precision against scikit-learn's float64 edges (a float64
-    0.3 is in the bin (0.2, 0.3] of ten, as in scikit-learn, though float32(0.3) > 0.3); under
-    `jax.jit` they are what JAX made them (float32 unless `jax_enable_x64` is on), binned
-    against the edges rounded down to that type. Rates are float32 (float64 under x64).
+    Bins are right-closed, the first one also holding its left edge, as in scikit-learn; a
+    probability of exactly 1 is in the last bin. A batch axis of size 1 is kept. Under
+    `jax.jit` a bad batch element's counts are -1 and its rates NaN. Called eagerly,
+    probabilities are binned on the host in their own precision against scikit-learn's float64
+    edges (a float64 0.3 is in the bin (0.2, 0.3] of ten, as in scikit-learn, though
+    float32(0.3) > 0.3); under `jax.jit`, against the edges rounded down to the type JAX made
+    them. Bad input and precision: docs/conventions.md.
 
     Args:
       probs: ``[*batch, n]`` probabilities of the positive class, in [0, 1].
@@ -353,8 +353,8 @@ def reliability_bins(
 
     with k_b the positives and n_b the samples of bin b.
 
-    Conventions: as `reliability_table`; an empty bin's interval is NaN. Under `jax.jit` a bad
-    batch element has counts -1 and every float field (the edges included) NaN.
+    Bins, bad input and precision as `reliability_table`; an empty bin's interval is NaN. Under
+    `jax.jit` a bad batch element has counts -1 and every float field (the edges included) NaN.
 
     Args:
       probs: ``[*batch, n]`` probabilities of the positive class, in [0, 1].
@@ -410,9 +410,9 @@ def expected_calibration_error(
       \mathrm{ECE}_{l2} = \sqrt{\sum_b \frac{n_b}{n} \left(\bar y_b - \bar p_b\right)^2},
       \qquad \mathrm{MCE} = \max_{b:\, n_b > 0} \left| \bar y_b - \bar p_b \right|
 
-    Conventions: bins, bad input and precision as `reliability_table`; empty bins contribute
-    nothing; under `jax.jit` a bad batch element gives NaN. The value depends on the binning
-    (and is biased upwards at small n_b), so report it with the bins and the Brier score.
+    Bins, bad input and precision as `reliability_table`; empty bins contribute nothing. The
+    value depends on the binning (and is biased upwards at small n_b), so report it with the
+    bins and the Brier score.
 
     Args:
       probs: ``[*batch, n]`` probabilities of the positive class, in [0, 1].
@@ -441,6 +441,6 @@ def expected_calibration_error(
       Bayesian binning", Proc. AAAI, 2901-2907. Guo, Pleiss, Sun & Weinberger (2017), "On
       calibration of modern neural networks", Proc. ICML, 1321-1330.
     """
-    validation.check_option(norm, "norm", options_of(CalibrationNorm))
+    check_option(norm, "norm", options_of(CalibrationNorm))
     num_bins, arguments = _binning_inputs(probs, labels, num_bins, strategy, sample_weight)
     return _ece(*arguments, num_bins=num_bins, strategy=strategy, norm=norm)

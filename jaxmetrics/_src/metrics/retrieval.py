@@ -16,7 +16,7 @@ from typing import Literal
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import validation
+from jaxmetrics._src.core import batching, checks, coercion, numerics, options
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.mesh import recipe
 from jaxmetrics._src.metrics import retrieval_ties
@@ -46,15 +46,11 @@ def ndcg(
     over the N present items in descending score order, IDCG@k the same sum with the items in
     descending relevance order.
 
-    Conventions: a tie group takes the mean discount of the places it occupies (those inside
-    the cut only, when it straddles place k), times its items' relevance, which is the
-    expected DCG when the tie is broken at random, so the result never depends on the item
-    order. `k` counts present items; with fewer than k, every one counts. `sample_weight` is an
-    item mask: a weight there marks an item present or absent; per-query weights belong to the
-    average over queries (`query_mean`). NaN or infinite scores, negative or non-finite
-    relevance and weights other than 0 or 1 raise `ValueError`; under `jax.jit` the value of
-    the affected query is NaN. Precision: called eagerly, float64 and large-integer scores are
-    ranked exactly (docs/conventions.md); under `jax.jit` they are what JAX made them.
+    A tie group takes the mean discount of the places it occupies (those inside the cut only,
+    when it straddles place k), times its items' relevance, which is the expected DCG when the
+    tie is broken at random, so the result never depends on the item order. `k` counts present
+    items; with fewer than k, every one counts. Bad input (negative or non-finite relevance
+    included), the item mask and precision: docs/conventions.md.
 
     Args:
       scores: ``[*batch, Q, m]`` real scores of the m items of each query, larger ranked first.
@@ -82,7 +78,7 @@ def ndcg(
       TOIS 20:422-446. McSherry & Najork (2008), "Computing information retrieval performance
       measures efficiently in the presence of tied scores", Proc. ECIR, LNCS 4956:414-421.
     """
-    top = None if k is None else validation.check_count(k, "k")
+    top = None if k is None else options.check_count(k, "k")
     if np.shape(scores)[-1:] == (1,):  # static: raise under jit too
         raise ValueError(
             "`scores` must hold more than one item per query (the last axis) for NDCG, which "
@@ -120,14 +116,9 @@ def reciprocal_rank(
     relevant), g present items in it, r of them relevant; the fraction is the chance that the
     first relevant one lands on the group's t-th place.
 
-    Conventions: the value is the expected reciprocal rank when ties are broken at random
-    (all orders of a tie group equally likely), so it never depends on the item order. A query
-    without a present relevant item gives NaN, never 0. `sample_weight` is an item mask: a
-    weight there marks an item present or absent; per-query weights belong to the average over
-    queries (`query_mean`). NaN or infinite scores, labels outside {0, 1} and weights other
-    than 0 or 1 raise `ValueError`; under `jax.jit` the value of the affected query is NaN.
-    Precision: called eagerly, float64 and large-integer scores are ranked exactly
-    (docs/conventions.md); under `jax.jit` they are what JAX made them.
+    The value is the expected reciprocal rank when ties are broken at random (all orders of a
+    tie group equally likely), so it never depends on the item order. A query without a present
+    relevant item gives NaN, never 0. Bad input, the item mask and precision: docs/conventions.md.
 
     Args:
       scores: ``[*batch, Q, m]`` real scores of the m items of each query, larger ranked first.
@@ -169,16 +160,11 @@ def recall_at_k(
     (N present items): T relevant items above it, g present items in it, r of them relevant,
     and t of its places inside the cut.
 
-    Conventions: a tie group straddling place k contributes its share of relevant items to
-    the places left, which is the expected recall when the tie is broken at random, so the
-    result never depends on the item order. `k` counts present items; with fewer than k,
-    every one counts (recall 1). A query without a present relevant item gives NaN, never 0.
-    `sample_weight` is an item mask: a weight there marks an item present or absent;
-    per-query weights belong to the average over queries (`query_mean`). NaN or infinite
-    scores, labels outside {0, 1} and weights other than 0 or 1 raise `ValueError`; under
-    `jax.jit` the value of the affected query is NaN. Precision: called eagerly, float64 and
-    large-integer scores are ranked exactly (docs/conventions.md); under `jax.jit` they
-    are what JAX made them.
+    A tie group straddling place k contributes its share of relevant items to the places left,
+    which is the expected recall when the tie is broken at random, so the result never depends
+    on the item order. `k` counts present items; with fewer than k, every one counts (recall 1).
+    A query without a present relevant item gives NaN, never 0. Bad input, the item mask and
+    precision: docs/conventions.md.
 
     Args:
       scores: ``[*batch, Q, m]`` real scores of the m items of each query, larger ranked first.
@@ -202,7 +188,7 @@ def recall_at_k(
       McSherry & Najork (2008), "Computing information retrieval performance measures
       efficiently in the presence of tied scores", Proc. ECIR, LNCS 4956:414-421.
     """
-    k = validation.check_count(k, "k")
+    k = options.check_count(k, "k")
     return retrieval_ties.run_binary(scores, labels, sample_weight, k=k).recall_at_k
 
 
@@ -221,15 +207,10 @@ def hit_rate_at_k(
     with, for the tie group holding place min(k, N) (N present items), T relevant items above
     it, g present items in it, r of them relevant, and t of its places inside the cut.
 
-    Conventions: with a tie straddling place k, the value is the chance that a random tie
-    break puts a relevant item inside the top k, so it never depends on the item order. `k`
-    counts present items; with fewer than k, every one counts. A query without a present
-    relevant item gives NaN, never 0. `sample_weight` is an item mask: a weight there marks an
-    item present or absent; per-query weights belong to the average over queries
-    (`query_mean`). NaN or infinite scores, labels outside {0, 1} and weights other than 0 or
-    1 raise `ValueError`; under `jax.jit` the value of the affected query is NaN. Precision:
-    called eagerly, float64 and large-integer scores are ranked exactly (docs/conventions.md);
-    under `jax.jit` they are what JAX made them.
+    With a tie straddling place k, the value is the chance that a random tie break puts a
+    relevant item inside the top k, so it never depends on the item order. `k` counts present
+    items; with fewer than k, every one counts. A query without a present relevant item gives
+    NaN, never 0. Bad input, the item mask and precision: docs/conventions.md.
 
     Args:
       scores: ``[*batch, Q, m]`` real scores of the m items of each query, larger ranked first.
@@ -253,7 +234,7 @@ def hit_rate_at_k(
       McSherry & Najork (2008), "Computing information retrieval performance measures
       efficiently in the presence of tied scores", Proc. ECIR, LNCS 4956:414-421.
     """
-    k = validation.check_count(k, "k")
+    k = options.check_count(k, "k")
     return retrieval_ties.run_binary(scores, labels, sample_weight, k=k).hit_rate_at_k
 
 
@@ -290,18 +271,13 @@ def average_precision_at_k(
     instead, torchmetrics' `RetrievalMAP(top_k=k)`, which gives 0 when none is found (and
     rewards finding one relevant item first among k = 10 with 1.0 however many exist).
 
-    Conventions: the value is exactly the expected AP@k when ties are broken at random (all
-    orders of a tie group equally likely; the expectation of each term is exact because the
-    normaliser min(k, R) does not depend on the order), so it never depends on the item order.
-    With "relevant_retrieved" and a tie group cut by place k it is the expected sum over the
-    expected number found (torchmetrics breaks such ties by its sort's order).
-    `k` counts present items; with fewer than k, every one counts. A query without a present
-    relevant item gives NaN, never 0. `sample_weight` is an item mask: a weight there marks an
-    item present or absent; per-query weights belong to the average over queries
-    (`query_mean`). NaN or infinite scores, labels outside {0, 1} and weights other than 0 or
-    1 raise `ValueError`; under `jax.jit` the value of the affected query is NaN. Precision:
-    called eagerly, float64 and large-integer scores are ranked exactly (docs/conventions.md);
-    under `jax.jit` they are what JAX made them.
+    The value is exactly the expected AP@k when ties are broken at random (all orders of a tie
+    group equally likely; the expectation of each term is exact because the normaliser
+    min(k, R) does not depend on the order), so it never depends on the item order. With
+    "relevant_retrieved" and a tie group cut by place k it is the expected sum over the
+    expected number found (torchmetrics breaks such ties by its sort's order). `k` counts
+    present items; with fewer than k, every one counts. A query without a present relevant
+    item gives NaN, never 0. Bad input, the item mask and precision: docs/conventions.md.
 
     Args:
       scores: ``[*batch, Q, m]`` real scores of the m items of each query, larger ranked first.
@@ -327,8 +303,8 @@ def average_precision_at_k(
       McSherry & Najork (2008), "Computing information retrieval performance measures
       efficiently in the presence of tied scores", Proc. ECIR, LNCS 4956:414-421.
     """
-    k = validation.check_count(k, "k")
-    validation.check_option(normalizer, "normalizer", ("min_k_relevant", "relevant_retrieved"))
+    k = options.check_count(k, "k")
+    options.check_option(normalizer, "normalizer", ("min_k_relevant", "relevant_retrieved"))
     values = retrieval_ties.run_binary(scores, labels, sample_weight, k=k)
     if normalizer == "relevant_retrieved":
         return values.average_precision_retrieved
@@ -350,15 +326,10 @@ def r_precision(
     relevant items above it, g present items in it, r of them relevant, and t of its places
     inside the top R.
 
-    Conventions: a tie group straddling place R contributes its share of relevant items to
-    the places left, which is the expected R-precision when the tie is broken at random, so
-    the result never depends on the item order. A query without a present relevant item
-    gives NaN, never 0. `sample_weight` is an item mask: a weight there marks an item present
-    or absent; per-query weights belong to the average over queries (`query_mean`). NaN or
-    infinite scores, labels outside {0, 1} and weights other than 0 or 1 raise `ValueError`;
-    under `jax.jit` the value of the affected query is NaN. Precision: called eagerly,
-    float64 and large-integer scores are ranked exactly (docs/conventions.md); under
-    `jax.jit` they are what JAX made them.
+    A tie group straddling place R contributes its share of relevant items to the places left,
+    which is the expected R-precision when the tie is broken at random, so the result never
+    depends on the item order. A query without a present relevant item gives NaN, never 0.
+    Bad input, the item mask and precision: docs/conventions.md.
 
     Args:
       scores: ``[*batch, Q, m]`` real scores of the m items of each query, larger ranked first.
@@ -397,10 +368,9 @@ def query_mean(values: ArrayLike, *, sample_weight: ArrayLike | None = None) -> 
     .. math:: \bar v = \frac{\sum_{q:\, v_q \ne \mathrm{NaN}} w_q v_q}
               {\sum_{q:\, v_q \ne \mathrm{NaN}} w_q}
 
-    Conventions: a NaN value (a query without a relevant item) takes no part, rather than
-    counting as 0; with no defined value, or zero weight on all of them, the mean is NaN.
-    An integer weight w stands for w copies of the query. Negative or non-finite weights
-    raise `ValueError`; under `jax.jit` the mean of the affected batch element is NaN.
+    A NaN value (a query without a relevant item) takes no part, rather than counting as 0;
+    with no defined value, or zero weight on all of them, the mean is NaN. An integer weight w
+    stands for w copies of the query. Bad input: docs/conventions.md.
 
     Args:
       values: ``[*batch, Q]`` per-query values, NaN where undefined.
@@ -418,15 +388,15 @@ def query_mean(values: ArrayLike, *, sample_weight: ArrayLike | None = None) -> 
       >>> float(jm.query_mean([1.0, 0.5, np.nan, 0.0], sample_weight=[2, 0, 5, 2]))
       0.5
     """
-    values = validation.as_real_array(values, "values").astype(validation.float_dtype())
+    values = coercion.as_real_array(values, "values").astype(numerics.float_dtype())
     if sample_weight is None:
         weights, invalid = jnp.ones((), values.dtype), np.zeros((), bool)
     else:
-        weights = validation.as_real_array(sample_weight, "sample_weight", host=True)
-        validation.sample_axis_shapes([("values", values), ("sample_weight", weights)])
-        invalid = validation.check_weights(weights)
+        weights = coercion.as_real_array(sample_weight, "sample_weight", host=True)
+        coercion.sample_axis_shapes([("values", values), ("sample_weight", weights)])
+        invalid = checks.check_weights(weights)
         weights = jnp.asarray(weights).astype(values.dtype)
     defined = ~jnp.isnan(values)
     weights = jnp.where(defined, weights, 0)
     total = (weights * jnp.where(defined, values, 0)).sum(-1)
-    return validation.nan_where(invalid, safe_divide(total, weights.sum(-1), jnp.nan))
+    return batching.nan_where(invalid, safe_divide(total, weights.sum(-1), jnp.nan))

@@ -20,7 +20,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import sorting, validation
+from jaxmetrics._src.core import batching, checks, coercion, exact_order, sorting, validation
+from jaxmetrics._src.core.numerics import float_dtype
 from jaxmetrics._src.core.typing import Array
 from jaxmetrics._src.mesh import recipe
 from jaxmetrics._src.metrics.counts import safe_divide
@@ -69,7 +70,7 @@ def places(scores: Array, labels: Array, weights: Array | None) -> Places:
 def _group_counts(p: Places) -> tuple[Array, Array, Array, Array]:
     """(offset, g, r, left) in float: the item's place in its group, the group's size and
     relevant count, and the group's items not placed before this place (``g - offset + 1``)."""
-    dtype = validation.float_dtype()
+    dtype = float_dtype()
     offset = (p.place - p.above).astype(dtype)
     size = p.size.astype(dtype)
     return offset, size, p.relevant_here.astype(dtype), size - offset + 1
@@ -85,7 +86,7 @@ def _expected_hits(p: Places, budget: Array) -> Array:
 def ndcg_kernel(
     scores: Array, relevance: Array, weights: Array | None, k: Array, *, top: int | None = None
 ) -> Array:
-    dtype = validation.float_dtype()
+    dtype = float_dtype()
     relevance = relevance.astype(dtype)
     p = places(scores, (relevance > 0).astype(jnp.int32), weights)
     num_items = scores.shape[0]
@@ -181,16 +182,6 @@ def _precision_sum(p: Places, budget: Array) -> Array:
     return jnp.where(p.present & (p.place <= budget), expected / p.place.astype(r.dtype), 0).sum()
 
 
-MASK_RULE = (
-    "be 0 or 1 (a weight there marks an item present or absent; per-query weights belong to "
-    "the average over queries, `query_mean`)"
-)
-
-
-def not_a_grade(values: Any) -> Any:
-    return ~((values >= 0) & (values < np.inf))
-
-
 def run(
     kernel: Callable[..., Array],
     scores: Any,
@@ -206,33 +197,31 @@ def run(
     labels, or with `graded` relevance grades; `sample_weight` is the 0/1 item mask; `options`
     are the kernel's static options."""
     if graded:
-        keys, _ = validation.order_keys(scores)
-        scores = validation.as_scores(keys, host=True)
-        targets = validation.as_real_array(targets, "relevance", host=True)
+        keys, _ = exact_order.order_keys(scores)
+        scores = coercion.as_scores(keys, host=True)
+        targets = coercion.as_real_array(targets, "relevance", host=True)
         weights = None
         if sample_weight is not None:
-            weights = validation.as_real_array(sample_weight, "sample_weight", host=True)
-        batch_shape = validation.sample_axis_shapes(
+            weights = coercion.as_real_array(sample_weight, "sample_weight", host=True)
+        batch_shape = coercion.sample_axis_shapes(
             [("scores", scores), ("relevance", targets), ("sample_weight", weights)]
         )
-        invalid = validation.check_finite(scores, "scores") | validation.check_values(
-            targets, "relevance", not_a_grade, "be non-negative and finite"
+        invalid = checks.check_finite(scores, "scores") | checks.check(
+            targets, "relevance", checks.GRADE
         )
-        targets = targets.astype(validation.float_dtype())
+        targets = targets.astype(float_dtype())
     else:
         scores, targets, weights, invalid, _ = validation.ranking_inputs(
             scores, targets, sample_weight
         )
         batch_shape = invalid.shape
     if weights is not None:
-        invalid = invalid | validation.check_values(
-            weights, "sample_weight", validation.not_zero_or_one, MASK_RULE
-        )
-    invalid = (np if isinstance(invalid, np.ndarray) else jnp).broadcast_to(invalid, batch_shape)
+        invalid = invalid | checks.check(weights, "sample_weight", checks.ITEM_MASK)
+    invalid = checks.array_namespace(invalid).broadcast_to(invalid, batch_shape)
     # k is traced, not static: one compiled program serves every k; past m it changes nothing
     cut = np.int32(min(k, scores.shape[-1]))
     result = recipe.run_kernel(kernel, scores, targets, weights, cut, **options)
-    return validation.nan_where(invalid, result)
+    return batching.nan_where(invalid, result)
 
 
 def run_binary(

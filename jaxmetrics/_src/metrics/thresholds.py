@@ -5,7 +5,7 @@ Each search sorts the scores once and scores every distinct threshold (every tie
 prefix sums of the ranking engine, so it is exact and O(n log n). Each returns a NamedTuple with
 ``.value`` and ``.threshold`` (it unpacks as ``value, threshold``), with the rule "predicted
 positive iff score >= threshold". Thresholds are the input's own score values (decoded from the
-exact order keys when the input was float64, see `validation.ScoreCodec`).
+exact order keys when the input was float64, see `exact_order.ScoreCodec`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import sorting, validation
+from jaxmetrics._src.core import sorting
 from jaxmetrics._src.core.floors import check_level, meets_floor, split_level
+from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.options import check_real
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.mesh import recipe
 from jaxmetrics._src.metrics.counts import safe_divide
@@ -96,7 +98,7 @@ def _search(
         scores,
         labels,
         sample_weight,
-        np.asarray(parameters, validation.float_dtype()),
+        np.asarray(parameters, float_dtype()),
         objective=objective,
         flag_nothing=flag_nothing,
         prefer_low_threshold=prefer_low_threshold,
@@ -105,7 +107,7 @@ def _search(
 
 
 def _rates(groups: sorting.Groups) -> tuple[Array, Array, Array, Array]:
-    dtype = validation.float_dtype()
+    dtype = float_dtype()
     tp, fp = groups.tp.astype(dtype), groups.fp.astype(dtype)
     p = groups.total_positive.astype(dtype)
     return tp, fp, p - tp, groups.total_negative.astype(dtype)
@@ -163,16 +165,12 @@ def max_f_beta(
     .. math:: \max_t F_\beta(t), \qquad F_\beta(t) = \frac{(1+\beta^2)\, TP(t)}
               {(1+\beta^2)\, TP(t) + \beta^2 FN(t) + FP(t)}
 
-    Conventions: predicted positive iff ``score >= threshold``; ties in F-beta go to the lowest
-    threshold (more recall at the same F-beta), as a threshold sweep reports them; flagging
-    nothing is not a candidate. ``beta=0`` maximises precision and ``beta=inf`` recall; a
-    negative or NaN `beta` raises `ValueError`. NaN or infinite scores, labels outside {0, 1}
-    and negative weights raise `ValueError`; under `jax.jit` both fields of the affected batch
-    element are NaN. Precision: called eagerly, float64 and large-integer scores are ranked
-    exactly and the threshold is the input's own value (docs/conventions.md); under
-    `jax.jit` they are what JAX made them (float32 unless `jax_enable_x64` is on). For
-    calibrated probabilities the F1-optimal threshold is half the optimal F1 (Lipton et al.).
-    Choose the threshold on validation data, never on the test set.
+    Ties in F-beta go to the lowest threshold (more recall at the same F-beta), as a threshold
+    sweep reports them; flagging nothing is not a candidate. ``beta=0`` maximises precision and
+    ``beta=inf`` recall; a negative or NaN `beta` raises `ValueError`. For calibrated
+    probabilities the F1-optimal threshold is half the optimal F1 (Lipton et al.). Choose the
+    threshold on validation data, never on the test set. Threshold rule, bad input and
+    precision: docs/conventions.md.
 
     Args:
       scores: ``[*batch, n]`` real scores, larger meaning more positive.
@@ -196,7 +194,7 @@ def max_f_beta(
       Lipton, Elkan & Naryanaswamy (2014), "Optimal thresholding of classifiers to maximize F1
       measure", Proc. ECML PKDD, LNCS 8725:225-239.
     """
-    beta = validation.check_real(beta, "beta")
+    beta = check_real(beta, "beta")
     if not beta >= 0:
         raise ValueError(f"`beta` must be >= 0; got {beta}.")
     if math.isinf(beta):
@@ -222,15 +220,10 @@ def recall_at_precision(
 
     .. math:: \max_t R(t) \quad \text{subject to} \quad P(t) \ge p_{\min}
 
-    Conventions: predicted positive iff ``score >= threshold``; ties in recall go to the highest
-    threshold (the same positives found with fewer false alarms). If no threshold reaches the
-    floor, or there are no positives, both fields are NaN. `min_precision` outside [0, 1]
-    raises `ValueError`, as do NaN or infinite scores, labels outside {0, 1} and negative
-    weights; under `jax.jit` both fields of the affected batch element are NaN. Precision:
-    called eagerly, float64 and large-integer scores are ranked exactly and the threshold is the
-    input's own value (docs/conventions.md); under `jax.jit` they are what JAX made them
-    (float32 unless `jax_enable_x64` is on). Choose the threshold on validation data, never on
-    the test set.
+    Ties in recall go to the highest threshold (the same positives found with fewer false
+    alarms). If no threshold reaches the floor, or there are no positives, both fields are NaN.
+    `min_precision` outside [0, 1] raises `ValueError`. Choose the threshold on validation
+    data, never on the test set. Threshold rule, bad input and precision: docs/conventions.md.
 
     Args:
       scores: ``[*batch, n]`` real scores, larger meaning more positive.
@@ -280,14 +273,10 @@ def precision_at_recall(
 
     .. math:: \max_t P(t) \quad \text{subject to} \quad R(t) \ge r_{\min}
 
-    Conventions: predicted positive iff ``score >= threshold``; ties in precision go to the
-    lowest threshold (more recall at the same precision). With no positives both fields are
-    NaN (recall is undefined). `min_recall` outside [0, 1] raises `ValueError`, as do NaN or
-    infinite scores, labels outside {0, 1} and negative weights; under `jax.jit` both fields of
-    the affected batch element are NaN. Precision: called eagerly, float64 and large-integer
-    scores are ranked exactly and the threshold is the input's own value (docs/conventions.md);
-    under `jax.jit` they are what JAX made them (float32 unless `jax_enable_x64` is
-    on). Choose the threshold on validation data, never on the test set.
+    Ties in precision go to the lowest threshold (more recall at the same precision). With no
+    positives both fields are NaN (recall is undefined). `min_recall` outside [0, 1] raises
+    `ValueError`. Choose the threshold on validation data, never on the test set.
+    Threshold rule, bad input and precision: docs/conventions.md.
 
     Args:
       scores: ``[*batch, n]`` real scores, larger meaning more positive.
@@ -337,13 +326,9 @@ def min_expected_cost(
 
     with W the total weight (n without weights).
 
-    Conventions: predicted positive iff ``score >= threshold``; ties in cost go to the lowest
-    threshold, and flagging nothing wins only when strictly cheaper. Costs that are not finite
-    numbers >= 0 raise `ValueError`, as do NaN or infinite scores, labels outside {0, 1} and
-    negative weights; under `jax.jit` both fields of the affected batch element are NaN.
-    Precision: called eagerly, float64 and large-integer scores are ranked exactly and the
-    threshold is the input's own value (docs/conventions.md); under `jax.jit` they are
-    what JAX made them (float32 unless `jax_enable_x64` is on).
+    Ties in cost go to the lowest threshold, and flagging nothing wins only when strictly
+    cheaper. Costs that are not finite numbers >= 0 raise `ValueError`. Threshold rule, bad
+    input and precision: docs/conventions.md.
 
     Args:
       scores: ``[*batch, n]`` real scores, larger meaning more positive.
@@ -386,7 +371,7 @@ def min_expected_cost(
 def _check_costs(cost_fp: Any, cost_fn: Any) -> tuple[float, float]:
     costs = []
     for name, cost in (("cost_fp", cost_fp), ("cost_fn", cost_fn)):
-        costs.append(validation.check_real(cost, name))
+        costs.append(check_real(cost, name))
         if not 0 <= costs[-1] < math.inf:
             raise ValueError(f"`{name}` must be a finite number >= 0; got {cost!r}.")
     return costs[0], costs[1]
@@ -404,7 +389,7 @@ def bayes_threshold(*, cost_fp: float, cost_fn: float) -> float:
 
     .. math:: t^* = \frac{c_{FP}}{c_{FP} + c_{FN}}
 
-    Conventions: costs that are not finite numbers >= 0, or both 0, raise `ValueError`.
+    Costs that are not finite numbers >= 0, or both 0, raise `ValueError`.
 
     Args:
       cost_fp: the cost of a false positive (a false alarm), a finite number >= 0.

@@ -9,6 +9,7 @@ two models on the samples it returns.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -16,7 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import kernels, layouts, validation
+from jaxmetrics._src.core import coercion, exact_order, kernels, layouts
+from jaxmetrics._src.core.options import check_count, check_option, check_probability_level
 from jaxmetrics._src.core.typing import Array, ArrayLike, BootstrapMethod, Sampling, options_of
 from jaxmetrics._src.mesh import recipe
 from jaxmetrics._src.stats.intervals import bca_levels, nan_quantile, warn_bca_fallbacks
@@ -54,8 +56,7 @@ class BootstrapResult(NamedTuple):
     (a property, so the tuple keeps its five fields).
 
     Attributes:
-      estimate: ``[*shape]`` the metric on the full data (every weight 1), ``[*shape]`` being
-        the metric's output shape.
+      estimate: ``[*shape]`` (the metric's output shape) the metric on the full data.
       low: ``[*shape]`` the lower end of the confidence interval.
       high: ``[*shape]`` the upper end of the confidence interval.
       standard_error: ``[*shape]`` the standard deviation (``ddof=1``) of the defined resampled
@@ -99,12 +100,10 @@ def _resampled_body(
 ):
     """Metric values of resamples ``first + range(chunks * size)``, `size` per vmapped step.
 
-    The loop over steps is compiled (`lax.map`), so XLA hoists work that does not depend on the
-    weights (the sort) out of it; data and key are arguments, so nothing is embedded in the
-    program and a second call with the same metric and shapes reuses the compilation. The
-    resample numbered `unit_slot` (a padding slot past the last resample; None: none, and no
-    `where` on the weights) gets every weight 1: its value is the estimate.
-    """
+    The loop over steps is compiled (`lax.map`): XLA hoists work that does not depend on the
+    weights (the sort) out of it; data and key are arguments, so a second call with the same
+    metric and shapes reuses the compilation. The resample `unit_slot` (a padding slot past the
+    last; None: none) gets every weight 1: its value is the estimate."""
     num_samples = data[0].shape[sample_axis]
     blocks = first + jnp.arange(chunks * size, dtype=jnp.int32).reshape(chunks, size)
 
@@ -155,22 +154,13 @@ def _sharded_values(
     axis = mesh.axis_names[0]
     replicated = jax.sharding.PartitionSpec()
 
+    static = dict(sampling=sampling, chunks=chunks, size=size, sample_axis=sample_axis)
+
     def on_device(data, design, key, first):
         mine = first + jax.lax.axis_index(axis) * chunks * size
-        with kernels.without_host_cumulative():
+        with kernels.without_host_cumulative():  # no unit-weight slot: the estimate is eager
             return _resampled_body(
-                metric,
-                data,
-                design,
-                key,
-                mine,
-                None,  # no unit-weight slot: the estimate is computed eagerly
-                sampling=sampling,
-                chunks=chunks,
-                size=size,
-                sample_axis=sample_axis,
-                num_units=num_units,
-                on_mesh=True,
+                metric, data, design, key, mine, None, num_units=num_units, on_mesh=True, **static
             )
 
     return jax.shard_map(
@@ -190,13 +180,29 @@ def estimate_in_loop(metric: Callable[..., Any]) -> Callable[..., Any]:
     """Mark a metric whose input its caller has checked (a decorator): `bootstrap` takes its
     estimate from a padding slot of its last compiled call, a resample of unit weights, instead
     of an eager call of the metric (without padding, or on a mesh, it still calls it, last).
-
     The eager call is what raises a metric's own errors on bad input; without it a bad value
     gives NaN, as under jit. It costs the metric's eager programs: for the report's panel of
-    26 ranking numbers, four more programs to compile.
-    """
+    26 ranking numbers, four more programs to compile."""
     setattr(metric, _ESTIMATE_IN_LOOP, True)
     return metric
+
+
+def check_weighted(metric: Callable[..., Any]) -> None:
+    """`TypeError` unless `metric` takes a keyword `sample_weight` (a signature that cannot be
+    read is trusted): the contract of a bootstrap that resamples by weights."""
+    try:
+        signature = inspect.signature(metric)
+    except (TypeError, ValueError):
+        return
+    keywords = [p for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD]
+    if "sample_weight" in signature.parameters or keywords:
+        return
+    raise TypeError(
+        f"`metric` must take a keyword argument `sample_weight`; `{getattr(metric, '__name__', '')}"
+        f"{signature}` does not. The bootstrap resamples by weights, calling metric(*arrays, "
+        "sample_weight=w) with w[i] the times sample i is drawn: add `sample_weight` to it (weight "
+        "k counts a sample k times), e.g. `jnp.average(values, weights=sample_weight)` for a mean."
+    )
 
 
 def bootstrap(
@@ -250,15 +256,16 @@ def bootstrap(
     Conventions: the estimate is the metric on the full data (every weight 1). Resamples where
     the metric is NaN (e.g. one class drawn) are counted in `num_undefined` and left out of
     `low`, `high` and `standard_error`. The same key gives the same resamples, whatever
-    `chunk_size` or `mesh`. Bad options, a `key` that is not a PRNG key, empty arrays, arrays
-    that do not share their last axis (with the default `sample_axis`), `stratify` with Poisson
-    sampling or of the wrong shape, and missing (None, NaN) `groups` labels raise `ValueError`
-    or `TypeError` before any resampling. BCa where its formula is undefined: an acceleration
-    that is 0/0 or not finite (jackknife values that do not vary, e.g. a perfect AUC) is taken
-    as 0; an output whose defined resamples all lie on one side of the estimate (z0 infinite:
-    a biased metric such as the ECE near 0) or whose estimate is NaN gets the percentile
-    interval, and one with no defined resample stays NaN (as with "percentile"), each with a
-    `RuntimeWarning` naming the cause (eagerly; under `jax.jit` silently).
+    `chunk_size` or `mesh`. A metric without a `sample_weight` keyword, bad options, a `key`
+    that is not a PRNG key, empty arrays, arrays that do not share their last axis (with the
+    default `sample_axis`), `stratify` with Poisson sampling or of the wrong shape, and missing
+    (None, NaN) `groups` labels raise `ValueError` or `TypeError` before any resampling. BCa
+    where its formula is undefined: an acceleration that is 0/0 or not finite (jackknife values
+    that do not vary, e.g. a perfect AUC) is taken as 0; an output whose defined resamples all
+    lie on one side of the estimate (z0 infinite: a biased metric such as the ECE near 0) or
+    whose estimate is NaN gets the percentile interval, and one with no defined resample stays
+    NaN (as with "percentile"), each with a `RuntimeWarning` naming the cause (eagerly; under
+    `jax.jit` silently).
     Precision: for the ranking metrics that depend on the order of the scores only
     (`roc_auc`, `average_precision`, `precision_at_k`, the retrieval metrics, also behind
     `functools.partial`), float64 and large-integer scores (the first array) are replaced by
@@ -317,25 +324,26 @@ def bootstrap(
       Bootstrap, Chapman & Hall. Robin et al. (2011), "pROC: an open-source package for R and
       S+ to analyze and compare ROC curves", BMC Bioinformatics 12:77 (stratified resampling).
     """
-    validation.check_option(method, "method", _METHODS)
-    validation.check_option(sampling, "sampling", _SAMPLINGS)
-    num_resamples = validation.check_count(num_resamples, "num_resamples", minimum=2)
-    confidence = validation.check_probability_level(confidence)
+    check_option(method, "method", _METHODS)
+    check_option(sampling, "sampling", _SAMPLINGS)
+    num_resamples = check_count(num_resamples, "num_resamples", minimum=2)
+    confidence = check_probability_level(confidence)
     if chunk_size is not None:
-        chunk_size = validation.check_count(chunk_size, "chunk_size")
+        chunk_size = check_count(chunk_size, "chunk_size")
     check_key(key)
+    check_weighted(metric)
     if not arrays:
         raise ValueError("`bootstrap` needs at least one array to resample.")
     if recipe.is_order_only(metric):
         # ranking metrics see exact order keys of float64 / large-int scores, as eager calls do
-        arrays = (validation.order_keys(arrays[0])[0], *arrays[1:])
+        arrays = (exact_order.order_keys(arrays[0])[0], *arrays[1:])
     arrays = tuple(
-        layouts.on_one_device(validation.as_real_array(a, f"arrays[{i}]"))
+        layouts.on_one_device(coercion.as_real_array(a, f"arrays[{i}]"))
         for i, a in enumerate(arrays)
     )
     sample_axis = check_sample_axis(sample_axis, arrays[0])
     if sample_axis == -1:
-        validation.sample_axis_shapes([(f"arrays[{i}]", a) for i, a in enumerate(arrays)])
+        coercion.sample_axis_shapes([(f"arrays[{i}]", a) for i, a in enumerate(arrays)])
     num_samples = arrays[0].shape[sample_axis]
     if num_samples == 0:
         raise ValueError(
@@ -350,7 +358,7 @@ def bootstrap(
                 "`stratify` needs `sampling='multinomial'` (Poisson weights do not "
                 "keep stratum sizes fixed)."
             )
-        stratify = layouts.on_one_device(validation.as_real_array(stratify, "stratify"))
+        stratify = layouts.on_one_device(coercion.as_real_array(stratify, "stratify"))
         if stratify.shape != (num_samples,):
             raise ValueError(
                 f"`stratify` must have shape ({num_samples},), one stratum per sample; "
@@ -383,7 +391,7 @@ def bootstrap(
             )
             values = on_host(values)
             if unit_slot >= 0 and 0 <= unit_slot - int(first) < per_call:
-                in_program.append(validation.to_device(values[unit_slot - first]))
+                in_program.append(coercion.to_device(values[unit_slot - first]))
             return values
 
     else:
@@ -407,16 +415,10 @@ def bootstrap(
         # the jackknife leaves out one resampled unit at a time: a sample, or a whole group
         num_left_out = num_samples if units is None else num_units
         chunks, per_call = _calls(num_left_out, chunk_size)
+        static = dict(chunks=chunks, size=chunk_size, sample_axis=sample_axis)
         jackknife = in_calls(
             lambda first: left_out_values(
-                metric,
-                arrays,
-                design[1],
-                first,
-                chunks=chunks,
-                size=chunk_size,
-                sample_axis=sample_axis,
-                branch=options["branch"],
+                metric, arrays, design[1], first, branch=options["branch"], **static
             ),
             num_left_out,
             per_call,

@@ -14,9 +14,19 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtr
 
-from jaxmetrics._src.core import kernels, layouts, sorting, validation
+from jaxmetrics._src.core import (
+    batching,
+    checks,
+    coercion,
+    exact_order,
+    kernels,
+    layouts,
+    sorting,
+    terms,
+)
+from jaxmetrics._src.core.numerics import float_dtype
 from jaxmetrics._src.core.typing import Array, ArrayLike
-from jaxmetrics._src.mesh import sharded
+from jaxmetrics._src.mesh import forms
 from jaxmetrics._src.stats.intervals import normal_quantile
 
 
@@ -44,22 +54,17 @@ class DeLong(NamedTuple):
 def _structural_components(
     scores: Array, labels: Array, weights: Array | None
 ) -> tuple[Array, Array]:
-    """Per-sample placement values of one model, in the original sample order.
-
-    For a positive i, V10_i = (negatives below s_i + half the tied ones) / n-; for a negative j,
-    V01_j = (positives above s_j + half the tied ones) / n+, every count a sum of weights when
-    weights are given. Each is 0 for the other class.
-    """
-    dtype = validation.float_dtype()
+    """Per-sample placement values of one model, in the original sample order: each sample
+    takes its tie group's `terms.placement_values` of its class, and 0 for the other class."""
+    dtype = float_dtype()
     ranked = sorting.rank(scores)
-    tallies = sorting.tally(ranked, labels, weights)
-    a, b = ranked.group_start, ranked.group_stop
-    positive, negative = tallies.positive.astype(dtype), tallies.negative.astype(dtype)
-    p, n = positive[-1], negative[-1]
-    negatives_below = (negative[a] + negative[b]) / 2  # ties count one half
-    positives_above = p - (positive[a] + positive[b]) / 2
+    v10, v01 = terms.placement_values(
+        terms.engine_groups(ranked, sorting.tally(ranked, labels, weights)), dtype
+    )
+    # every position reads its group's values, at the group's start
+    v10, v01 = v10[ranked.group_start], v01[ranked.group_start]
     is_positive = labels[ranked.order] == 1
-    placement = jnp.where(is_positive, negatives_below / n, positives_above / p)
+    placement = jnp.where(is_positive, v10, v01)
     # back to the original order: position order[k] holds the k-th sorted value
     placement = jnp.zeros_like(placement).at[ranked.order].set(placement)
     zero = jnp.zeros((), dtype)
@@ -86,17 +91,17 @@ def components(scores: Array, labels: Array, weights: Array | None) -> tuple[Arr
     """(V10, V01), each ``[M, n]``, of ``[M, n]`` scores.
 
     Samples split over a mesh stay split: the distributed sample sort places them
-    (`sharded.placement_values`), and the moments below add up over the devices.
+    (`forms.placement_values`), and the moments below add up over the devices.
     """
     split = layouts.sample_split(scores)
     if split is not None:
-        return sharded.placement_values(scores, labels, weights, split)
+        return forms.placement_values(scores, labels, weights, split)
     return jax.vmap(_structural_components, in_axes=(0, None, None))(scores, labels, weights)
 
 
 def _class_counts(labels: Array, weights: Array | None) -> tuple[Array, Array]:
     """How many times each sample counts as a positive and as a negative (its weight or 1)."""
-    dtype = validation.float_dtype()
+    dtype = float_dtype()
     counts = jnp.ones(labels.shape, dtype) if weights is None else weights.astype(dtype)
     return jnp.where(labels == 1, counts, 0), jnp.where(labels == 0, counts, 0)
 
@@ -128,13 +133,13 @@ def delong_inputs(
     """
     kept = {"host": True, "keep_split": True}  # split samples stay split (`components`)
     scores = [
-        validation.as_scores(validation.order_keys(value, name)[0], name, **kept)
+        coercion.as_scores(exact_order.order_keys(value, name)[0], name, **kept)
         for name, value in named_scores
     ]
-    labels = validation.as_real_array(labels, labels_name, **kept)
+    labels = coercion.as_real_array(labels, labels_name, **kept)
     weights = None
     if sample_weight is not None:
-        weights = validation.as_real_array(sample_weight, "sample_weight", **kept)
+        weights = coercion.as_real_array(sample_weight, "sample_weight", **kept)
     if (
         any(s.ndim > 2 for s in scores)
         or labels.ndim != 1
@@ -146,16 +151,16 @@ def delong_inputs(
             f"DeLong takes scores [n] or [M, n] (M models on the same samples), `{labels_name}` "
             f"[n] and `sample_weight` [n]; got {shapes}, {labels_name} {labels.shape}{extra}."
         )
-    validation.sample_axis_shapes(
+    coercion.sample_axis_shapes(
         [(name, s) for (name, _), s in zip(named_scores, scores)]
         + [(labels_name, labels), ("sample_weight", weights)]
     )
-    invalid = tuple(validation.check_finite(s, name) for (name, _), s in zip(named_scores, scores))
-    shared = validation.check_binary_labels(labels, labels_name)
+    invalid = tuple(checks.check_finite(s, name) for (name, _), s in zip(named_scores, scores))
+    shared = checks.check_binary_labels(labels, labels_name)
     if weights is not None:
-        shared = shared | validation.check_weights(weights)
-    host_labels = validation.host_values(labels)
-    host_weights = None if weights is None else validation.host_values(weights)
+        shared = shared | checks.check_weights(weights)
+    host_labels = checks.host_values(labels)
+    host_weights = None if weights is None else checks.host_values(weights)
     if host_labels is not None and (weights is None or host_weights is not None):
         counts = np.ones(host_labels.shape) if weights is None else host_weights.astype(float)
         positives = float(counts[host_labels == 1].sum())
@@ -193,7 +198,7 @@ def _delong_fields(
     variance = jnp.diagonal(covariance)
     half = z * jnp.sqrt(variance)
     low, high = jnp.clip(auc - half, 0, 1), jnp.clip(auc + half, 0, 1)
-    auc, variance, low, high = validation.nan_where(invalid, (auc, variance, low, high))
+    auc, variance, low, high = batching.nan_where(invalid, (auc, variance, low, high))
     covariance = jnp.where(invalid[:, None] | invalid[None, :], jnp.nan, covariance)
     return DeLong(auc, variance, covariance, low, high)
 
@@ -212,7 +217,7 @@ def _delong_test_fields(
     statistic = z_statistic(difference, standard_error)
     p_value = 2 * ndtr(-jnp.abs(statistic))
     result = (statistic, p_value, difference - z * standard_error, difference + z * standard_error)
-    return DeLongTest(*validation.nan_where(invalid.any(), result))
+    return DeLongTest(*batching.nan_where(invalid.any(), result))
 
 
 def z_statistic(difference: Array, standard_error: Array) -> Array:
@@ -255,13 +260,11 @@ def delong(
     covariances divide by n+ - 1 and n- - 1). Non-integer weights extend the same formulas;
     weights normalised to sum to 1 are not frequencies and leave the variance undefined.
 
-    Conventions: NaN/inf scores, labels other than 0/1, negative weights and fewer than two
-    samples of a class (with weights: a class total weight of at most 1) raise `ValueError`
-    eagerly; under `jax.jit` a model with a bad score gets NaN auc, variance, bounds and
+    Fewer than two samples of a class (with weights: a class total weight of at most 1) is bad
+    input too. Under `jax.jit` a model with a bad score gets NaN auc, variance, bounds and
     covariance row and column, and bad labels or weights (or too few of a class) make every
-    field NaN. Precision: called eagerly, float64 and large-integer scores are ranked exactly
-    (DeLong depends on each model's order only); under `jax.jit` they are what JAX made them
-    (float32 unless x64). Results are float32, float64 when `jax_enable_x64` is on.
+    field NaN. DeLong depends on each model's order only, so eagerly its scores are ranked
+    exactly. Bad input and precision: docs/conventions.md.
 
     Args:
       scores: ``[n]`` or ``[M, n]`` scores of M models on the same samples, larger meaning more
@@ -294,9 +297,9 @@ def delong(
     z = normal_quantile(confidence)
     was_1d = np.ndim(scores) == 1
     inputs = delong_inputs([("scores", scores)], labels, sample_weight)
-    result = _delong_fields(*inputs, np.asarray(z, validation.float_dtype()))
+    result = _delong_fields(*inputs, np.asarray(z, float_dtype()))
     if _overflowed(inputs[0], result.auc):  # eager: recompute on the gathered samples
-        result = _delong_fields(*_gathered(inputs), np.asarray(z, validation.float_dtype()))
+        result = _delong_fields(*_gathered(inputs), np.asarray(z, float_dtype()))
     if was_1d:
         result = DeLong(*(x.reshape(()) for x in result))
     return result
@@ -304,10 +307,10 @@ def delong(
 
 def _overflowed(scores: tuple, values: Array) -> bool:
     """Whether an eager result over split samples is NaN where gathered samples might not give
-    NaN: a sample sort buffer overflowed (never seen; `sharded.py`), or the value is undefined
+    NaN: a sample sort buffer overflowed (never seen; `sample_sort.py`), or the value is undefined
     anyway (one class only), which the recomputation confirms."""
     split = any(layouts.sample_split(s) is not None for s in scores)
-    return split and validation.is_concrete(values) and bool(np.isnan(np.asarray(values)).any())
+    return split and checks.is_concrete(values) and bool(np.isnan(np.asarray(values)).any())
 
 
 def _gathered(inputs: tuple) -> tuple:
@@ -354,11 +357,11 @@ def delong_test(
     structural components (see `delong`), which is exactly 0 when the models order every pair
     alike.
 
-    Conventions: two models that order every pair alike have a zero standard error and a zero
-    difference: statistic 0 and p-value 1, as pROC gives (a non-zero difference with zero
-    standard error would give ±inf and p-value 0). `sample_weight` are frequency weights, as in
-    `delong` (integer weights give the test of the repeated rows). Bad input as `delong`; under
-    `jax.jit` a bad score, label or weight makes every field NaN. Precision as `delong`.
+    Two models that order every pair alike have a zero standard error and a zero difference:
+    statistic 0 and p-value 1, as pROC gives (a non-zero difference with zero standard error
+    would give ±inf and p-value 0). `sample_weight` are frequency weights, as in `delong`
+    (integer weights give the test of the repeated rows). Bad input and precision as `delong`,
+    except that under `jax.jit` a bad score, label or weight makes every field NaN.
 
     Args:
       scores_a: ``[n]`` scores of the first model.
@@ -390,7 +393,7 @@ def delong_test(
             f"{np.shape(scores_b)}."
         )
     inputs = delong_inputs([("scores_a", scores_a), ("scores_b", scores_b)], labels, sample_weight)
-    result = _delong_test_fields(*inputs, np.asarray(z, validation.float_dtype()))
+    result = _delong_test_fields(*inputs, np.asarray(z, float_dtype()))
     if _overflowed(inputs[0], result.statistic):  # eager: recompute on the gathered samples
-        result = _delong_test_fields(*_gathered(inputs), np.asarray(z, validation.float_dtype()))
+        result = _delong_test_fields(*_gathered(inputs), np.asarray(z, float_dtype()))
     return result

@@ -13,7 +13,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtr
 
-from jaxmetrics._src.core import kernels, validation
+from jaxmetrics._src.core import batching, kernels
+from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.options import check_probability_level
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.stats.delong import (
     components,
@@ -203,7 +205,7 @@ def _unpaired_fields(inputs_a: tuple, inputs_b: tuple, alpha: Array) -> DeLongUn
     result = DeLongUnpairedTest(
         statistic, df, p_value, difference, difference - half, difference + half
     )
-    return DeLongUnpairedTest(*validation.nan_where(invalid_a | invalid_b, result))
+    return DeLongUnpairedTest(*batching.nan_where(invalid_a | invalid_b, result))
 
 
 def delong_test_unpaired(
@@ -230,16 +232,15 @@ def delong_test_unpaired(
     samples (both classes) and T_nu the t distribution's CDF; the interval of the difference is
     ``A_a - A_b ± t sqrt(V_a + V_b)`` with ``2 T_nu(-t) = 1 - confidence``.
 
-    Conventions: when both variances are 0 (e.g. each set's scores separate its classes
-    perfectly), nu is undefined (NaN) and the statistic alone decides: 0 with p-value 1 for
-    equal AUCs, ±inf with p-value 0 otherwise, and the interval is the difference itself. Bad
-    input as `delong` (NaN/inf scores, labels outside {0, 1}, fewer than two samples of a class
-    in either set raise `ValueError` eagerly, naming the argument); under `jax.jit` it makes
-    every field NaN. There is no `sample_weight`: nu counts the samples N_a and N_b, which
-    would need frequency weights' totals; with such weights, repeat the rows. Precision as
-    `delong`; the t distribution's tail is computed to a relative 1e-5 in float32 and 1e-11 in
-    float64 at any degrees of freedom (a continued fraction of the incomplete beta function;
-    Hill's normal deviate past 300 df, past 10^5 under x64).
+    When both variances are 0 (e.g. each set's scores separate its classes perfectly), nu is
+    undefined (NaN) and the statistic alone decides: 0 with p-value 1 for equal AUCs, ±inf with
+    p-value 0 otherwise, and the interval is the difference itself. Bad input as `delong`
+    (fewer than two samples of a class in either set included); under `jax.jit` it makes every
+    field NaN. There is no `sample_weight`: nu counts the samples N_a and N_b, which would need
+    frequency weights' totals; with such weights, repeat the rows. Precision as `delong`; the t
+    distribution's tail is computed to a relative 1e-5 in float32 and 1e-11 in float64 at any
+    degrees of freedom (a continued fraction of the incomplete beta function; Hill's normal
+    deviate past 300 df, past 10^5 under x64).
 
     Args:
       scores_a: ``[n_a]`` scores of the first sample set.
@@ -268,7 +269,7 @@ def delong_test_unpaired(
       "pROC: an open-source package for R and S+ to analyze and compare ROC curves", BMC
       Bioinformatics 12:77.
     """
-    alpha = 1 - validation.check_probability_level(confidence, "confidence")
+    alpha = 1 - check_probability_level(confidence, "confidence")
     for name, value in (("scores_a", scores_a), ("scores_b", scores_b)):
         if np.ndim(value) != 1:
             raise ValueError(f"`{name}` must have shape [n]; got {np.shape(value)}.")
@@ -281,5 +282,5 @@ def delong_test_unpaired(
     return _unpaired_fields(
         (scores_a, labels_a, invalid_a, shared_a),
         (scores_b, labels_b, invalid_b, shared_b),
-        np.asarray(alpha, validation.float_dtype()),
+        np.asarray(alpha, float_dtype()),
     )

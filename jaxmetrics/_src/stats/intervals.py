@@ -20,13 +20,15 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import betainc, ndtr, ndtri
 
-from jaxmetrics._src.core import kernels, validation
+from jaxmetrics._src.core import batching, checks, coercion, kernels
+from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.options import check_probability_level
 from jaxmetrics._src.core.typing import Array, ArrayLike
 
 
 def normal_quantile(confidence: float) -> float:
     """The two-sided standard normal quantile of `confidence` (1.96 at 0.95)."""
-    level = validation.check_probability_level(confidence, "confidence")
+    level = check_probability_level(confidence, "confidence")
     return NormalDist().inv_cdf(0.5 + level / 2)
 
 
@@ -39,8 +41,8 @@ def _proportion_inputs(
     jit, marks only its own bounds NaN. Concrete counts are checked in numpy on the host and stay
     numpy arrays, so that an eager call dispatches nothing before its one compiled program.
     """
-    successes = validation.as_real_array(successes, "successes", min_ndim=0, host=True)
-    trials = validation.as_real_array(trials, "trials", min_ndim=0, host=True)
+    successes = coercion.as_real_array(successes, "successes", min_ndim=0, host=True)
+    trials = coercion.as_real_array(trials, "trials", min_ndim=0, host=True)
     try:
         shape = tuple(np.broadcast_shapes(successes.shape, trials.shape))
     except ValueError:
@@ -48,25 +50,25 @@ def _proportion_inputs(
             f"`successes` and `trials` must broadcast; got shapes {successes.shape} and "
             f"{trials.shape}."
         ) from None
-    host_k, host_n = validation.host_values(successes), validation.host_values(trials)
-    if host_k is not None and host_n is not None:
-        k, n = np.broadcast_to(host_k, shape), np.broadcast_to(host_n, shape)
-    else:
-        k, n = jnp.broadcast_to(successes, shape), jnp.broadcast_to(trials, shape)
+    xp = checks.array_namespace(successes, trials)  # the bounds compare k with n
+    k, n = xp.broadcast_to(successes, shape), xp.broadcast_to(trials, shape)
     # written so that NaN fails: the comparisons are False for it
     flags = (
-        validation.check_values(
-            n, "trials", lambda n: ~(n > 0), "be positive counts", sample_axes=0
+        checks.check(
+            n, "trials", checks.Rule(lambda n: ~(n > 0), "be positive counts"), sample_axes=0
         ),
-        validation.check_values(
-            k, "successes", lambda k: ~((k >= 0) & (k <= n)), "lie in [0, trials]", sample_axes=0
+        checks.check(
+            k,
+            "successes",
+            checks.Rule(lambda k: ~((k >= 0) & (k <= n)), "lie in [0, trials]"),
+            sample_axes=0,
         ),
     )
     return k, n, flags
 
 
 def _as_float(*arrays: Array) -> tuple[Array, ...]:
-    dtype = validation.float_dtype()
+    dtype = float_dtype()
     return tuple(jnp.asarray(a).astype(dtype) for a in arrays)
 
 
@@ -98,7 +100,7 @@ def _containing(k: Array, n: Array, low: Array, high: Array) -> tuple[Array, Arr
 @functools.partial(kernels.sample_jit, static_argnames="z")
 def _wilson(k: Array, n: Array, flags: tuple[Array, Array], *, z: float) -> tuple[Array, Array]:
     k, n = _as_float(k, n)
-    return validation.nan_where(flags[0] | flags[1], wilson_bounds(k, n, z))
+    return batching.nan_where(flags[0] | flags[1], wilson_bounds(k, n, z))
 
 
 @functools.partial(jax.jit, static_argnames="z")
@@ -110,7 +112,7 @@ def _agresti_coull(
     p_tilde = (k + z * z / 2) / n_tilde
     half = z * jnp.sqrt(p_tilde * (1 - p_tilde) / n_tilde)
     bounds = _containing(k, n, jnp.clip(p_tilde - half, 0, 1), jnp.clip(p_tilde + half, 0, 1))
-    return validation.nan_where(flags[0] | flags[1], bounds)
+    return batching.nan_where(flags[0] | flags[1], bounds)
 
 
 def wilson_interval(
@@ -130,11 +132,9 @@ def wilson_interval(
 
     with z the standard normal quantile at ``(1 + confidence) / 2``.
 
-    Conventions: `successes` and `trials` broadcast elementwise, each element its own
-    proportion. A count outside ``0 <= successes <= trials``, ``trials > 0`` (NaN included)
-    raises `ValueError` eagerly, naming the argument and the index; under `jax.jit` that
-    element's bounds are NaN. Counts need not be integers (weighted counts work). Precision:
-    float32, float64 when `jax_enable_x64` is on.
+    Each element is its own proportion; a count outside ``0 <= successes <= trials``,
+    ``trials > 0`` (NaN included) is bad input. Counts need not be integers (weighted counts
+    work). Bad input and precision: docs/conventions.md.
 
     Args:
       successes: the number of successes k, an array of any shape.
@@ -172,8 +172,7 @@ def agresti_coull_interval(
       \tilde p \pm z \sqrt{\frac{\tilde p (1 - \tilde p)}{\tilde n}}, \qquad
       \tilde n = n + z^2, \quad \tilde p = \frac{k + z^2 / 2}{\tilde n}
 
-    Conventions: as `wilson_interval` (elementwise broadcasting, bad counts raise eagerly and give
-    NaN bounds under `jax.jit`, float32 unless x64).
+    Bad input and precision as `wilson_interval`.
 
     Args:
       successes: the number of successes k, an array of any shape.
@@ -221,7 +220,7 @@ def _clopper_pearson(
     low = _beta_quantile(jnp.full_like(k, alpha), jnp.maximum(k, 1), n - k + 1)
     high = _beta_quantile(jnp.full_like(k, 1 - alpha), k + 1, jnp.maximum(n - k, 1))
     bounds = _containing(k, n, jnp.where(k == 0, 0.0, low), jnp.where(k == n, 1.0, high))
-    return validation.nan_where(invalid, bounds)
+    return batching.nan_where(invalid, bounds)
 
 
 def clopper_pearson_interval(
@@ -243,8 +242,7 @@ def clopper_pearson_interval(
     ``alpha = 1 - confidence``; the quantiles are found by 60 bisections of the regularised
     incomplete beta function (to about 1e-7 in float32).
 
-    Conventions: as `wilson_interval` (elementwise broadcasting, bad counts raise eagerly and give
-    NaN bounds under `jax.jit`, float32 unless x64).
+    Bad input and precision as `wilson_interval`.
 
     Args:
       successes: the number of successes k, an array of any shape.
@@ -264,7 +262,7 @@ def clopper_pearson_interval(
       Clopper & Pearson (1934), "The use of confidence or fiducial limits illustrated in the
       case of the binomial", Biometrika 26:404-413.
     """
-    alpha = (1 - validation.check_probability_level(confidence, "confidence")) / 2
+    alpha = (1 - check_probability_level(confidence, "confidence")) / 2
     return _clopper_pearson(*_proportion_inputs(successes, trials), alpha=alpha)
 
 
@@ -279,7 +277,11 @@ def _hanley_mcneil(
         auc * (1 - auc) + (num_positive - 1) * (q1 - auc**2) + (num_negative - 1) * (q2 - auc**2)
     ) / (num_positive * num_negative)
     invalid = jnp.broadcast_to(flags[0] | flags[1] | flags[2], variance.shape)
-    return validation.nan_where(invalid, jnp.sqrt(variance))
+    return batching.nan_where(invalid, jnp.sqrt(variance))
+
+
+# NaN passes: an undefined AUC (of one class) has an undefined standard error, NaN
+_AUC = checks.Rule(lambda a: (a < 0) | (a > 1), "be in [0, 1]")
 
 
 def hanley_mcneil_standard_error(
@@ -296,10 +298,9 @@ def hanley_mcneil_standard_error(
       \mathrm{SE}^2 = \frac{A(1-A) + (n_+ - 1)(Q_1 - A^2) + (n_- - 1)(Q_2 - A^2)}{n_+ n_-},
       \qquad Q_1 = \frac{A}{2-A},\quad Q_2 = \frac{2A^2}{1+A}
 
-    Conventions: the arguments broadcast elementwise. An `auc` outside [0, 1] or a class size
-    below 1 (NaN included) raises `ValueError` eagerly, naming the argument and the index; under
-    `jax.jit` that element is NaN. A NaN `auc` (an undefined AUC, e.g. one class present) is not
-    an error: its standard error is NaN. Precision: float32, float64 when `jax_enable_x64` is on.
+    An `auc` outside [0, 1] or a class size below 1 (or NaN) is bad input; a NaN `auc` (an
+    undefined AUC, e.g. one class present) is not: its standard error is NaN. Bad input and
+    precision: docs/conventions.md.
 
     Args:
       auc: AUCs in [0, 1], an array of any shape.
@@ -319,24 +320,17 @@ def hanley_mcneil_standard_error(
       characteristic (ROC) curve", Radiology 143:29-36.
     """
     values = [
-        validation.as_real_array(x, name, min_ndim=0, host=True)
+        coercion.as_real_array(x, name, min_ndim=0, host=True)
         for x, name in (
             (auc, "auc"),
             (num_positive, "num_positive"),
             (num_negative, "num_negative"),
         )
     ]
-    flags = [
-        validation.check_values(
-            values[0], "auc", lambda a: (a < 0) | (a > 1), "be in [0, 1]", sample_axes=0
-        )
-    ]
+    class_size = checks.Rule(lambda n: ~(n >= 1), "be a class size >= 1")
+    flags = [checks.check(values[0], "auc", _AUC, sample_axes=0)]
     for value, name in zip(values[1:], ("num_positive", "num_negative")):
-        flags.append(
-            validation.check_values(
-                value, name, lambda n: ~(n >= 1), "be a class size >= 1", sample_axes=0
-            )
-        )
+        flags.append(checks.check(value, name, class_size, sample_axes=0))
     return _hanley_mcneil(*values, tuple(flags))
 
 
@@ -400,7 +394,7 @@ _BCA_CAUSES = {
 
 def warn_bca_fallbacks(fallbacks: BcaFallbacks) -> None:
     """A `RuntimeWarning` for each cause by which BCa fell back (eagerly; silent under jit)."""
-    if not validation.is_concrete(*fallbacks):
+    if not checks.is_concrete(*fallbacks):
         return
     for field, cause in _BCA_CAUSES.items():
         flags = np.asarray(getattr(fallbacks, field))

@@ -15,7 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtr
 
-from jaxmetrics._src.core import kernels, validation
+from jaxmetrics._src.core import kernels
+from jaxmetrics._src.core.options import check_probability_level
 from jaxmetrics._src.core.typing import Array
 from jaxmetrics._src.stats.bootstrap import BootstrapResult
 from jaxmetrics._src.stats.delong import z_statistic
@@ -61,11 +62,11 @@ def paired_difference(
     with :math:`\alpha = (1 - \mathrm{confidence}) / 2` and B the number of resamples where
     both values are defined.
 
-    Conventions: resamples where either value is undefined (NaN) are dropped. The interval is
-    the percentile one whatever `method` made `result`, at this function's `confidence`.
-    Negative model indices count from the end. A `result` that is not a `BootstrapResult` (a
-    plain tuple) raises `TypeError`, one without a model axis `ValueError`; a model index that
-    is not an int raises `TypeError`, and one out of range `ValueError`.
+    Resamples where either value is undefined (NaN) are dropped. The interval is the percentile
+    one whatever `method` made `result`, at this function's `confidence`. Negative model indices
+    count from the end. A `result` that is not a `BootstrapResult` (a plain tuple) raises
+    `TypeError`, one without a model axis `ValueError`; a model index that is not an int raises
+    `TypeError`, and one out of range `ValueError`.
 
     Args:
       result: a `BootstrapResult` whose samples have shape ``[num_resamples, M, *rest]``.
@@ -91,7 +92,7 @@ def paired_difference(
       Efron & Tibshirani (1993), An Introduction to the Bootstrap, Chapman & Hall, ch. 16.
     """
     differences = _model_differences(result, first, second)
-    confidence = validation.check_probability_level(confidence)
+    confidence = check_probability_level(confidence)
     estimate = result.estimate[first] - result.estimate[second]
     return _paired_summary(differences, estimate, (1 - confidence) / 2)
 
@@ -178,9 +179,9 @@ def bootstrap_test(result: BootstrapResult, *, first: int = 0, second: int = 1) 
               d_b = \theta^*_{b,\mathrm{first}} - \theta^*_{b,\mathrm{second}}, \qquad
               p = 2\,\Phi(-|D|)
 
-    Conventions: resamples where either value is undefined (NaN) are dropped. A zero standard
-    deviation gives D = 0 and p = 1 when the estimate is 0 too (pROC's special case), else
-    D = ±inf and p = 0. `result` and the model indices are checked as in `paired_difference`.
+    Resamples where either value is undefined (NaN) are dropped. A zero standard deviation gives
+    D = 0 and p = 1 when the estimate is 0 too (pROC's special case), else D = ±inf and p = 0.
+    `result` and the model indices are checked as in `paired_difference`.
 
     Args:
       result: a `BootstrapResult` whose samples have shape ``[num_resamples, M, *rest]``.
@@ -252,12 +253,11 @@ def unpaired_difference(
 
     with :math:`\alpha = (1 - \mathrm{confidence}) / 2`.
 
-    Conventions: the two bootstraps must use different keys (e.g. from `jax.random.split`):
-    two data sets of the same size bootstrapped with one key get the same weight vectors,
-    which ties their resamples together. Resamples where either value is undefined (NaN) are
-    dropped. A zero standard deviation gives D = 0 and p = 1 when the estimate is 0 too, else
-    D = ±inf and p = 0. Results of different numbers of resamples or metric shapes raise
-    `ValueError`.
+    The two bootstraps must use different keys (e.g. from `jax.random.split`): two data sets of
+    the same size bootstrapped with one key get the same weight vectors, which ties their
+    resamples together. Resamples where either value is undefined (NaN) are dropped. A zero
+    standard deviation gives D = 0 and p = 1 when the estimate is 0 too, else D = ±inf and
+    p = 0. Results of different numbers of resamples or metric shapes raise `ValueError`.
 
     Args:
       result_a: the `BootstrapResult` of the metric on the first data set, samples
@@ -285,7 +285,7 @@ def unpaired_difference(
       Robin et al. (2011), BMC Bioinformatics 12:77. Efron & Tibshirani (1993), An
       Introduction to the Bootstrap, Chapman & Hall, ch. 16.
     """
-    confidence = validation.check_probability_level(confidence)
+    confidence = check_probability_level(confidence)
     _check_result(result_a, "result_a")
     _check_result(result_b, "result_b")
     if result_a.samples.shape != result_b.samples.shape:

@@ -16,7 +16,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtr, ndtri
 
-from jaxmetrics._src.core import validation
+from jaxmetrics._src.core import batching, checks, coercion
+from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.options import check_probability_level
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.stats.delong import delong
 
@@ -34,7 +36,7 @@ class SampleSize(NamedTuple):
 
 
 def _level(value: Any, name: str) -> float:
-    return validation.check_probability_level(value, name)
+    return check_probability_level(value, name)
 
 
 def _normal_quantile(probability: float) -> float:
@@ -54,17 +56,16 @@ def _obuchowski_variance(auc: Array, negatives_per_positive: Array) -> Array:
     return jnp.where(jnp.isfinite(a), variance, 0.0)
 
 
+_POSITIVE = checks.Rule(lambda n: ~(n > 0), "be positive")
+
+
 def _checked_aucs(auc: ArrayLike, counts: list[tuple[ArrayLike, str]]) -> tuple[list, list]:
     """`auc` and the counts as arrays (host when concrete) and their elementwise `invalid` flags."""
-    values = [validation.as_real_array(auc, "auc", min_ndim=0, host=True)]
-    flags = [
-        validation.check_values(
-            values[0], "auc", lambda a: ~((a >= 0) & (a <= 1)), "be in [0, 1]", sample_axes=0
-        )
-    ]
+    values = [coercion.as_real_array(auc, "auc", min_ndim=0, host=True)]
+    flags = [checks.check(values[0], "auc", checks.UNIT_INTERVAL, sample_axes=0)]
     shape = values[0].shape
     for value, name in counts:
-        value = validation.as_real_array(value, name, min_ndim=0, host=True)
+        value = coercion.as_real_array(value, name, min_ndim=0, host=True)
         try:
             shape = np.broadcast_shapes(shape, value.shape)
         except ValueError:
@@ -72,16 +73,14 @@ def _checked_aucs(auc: ArrayLike, counts: list[tuple[ArrayLike, str]]) -> tuple[
                 f"`{name}` must broadcast against `auc` and the counts before it: expected a "
                 f"shape compatible with {tuple(shape)}, got {tuple(value.shape)}."
             ) from None
-        flags.append(
-            validation.check_values(value, name, lambda n: ~(n > 0), "be positive", sample_axes=0)
-        )
+        flags.append(checks.check(value, name, _POSITIVE, sample_axes=0))
         values.append(value)
     return values, flags
 
 
 @jax.jit
 def _auc_power(auc, num_positive, num_negative, flags, z_alpha):
-    dtype = validation.float_dtype()
+    dtype = float_dtype()
     auc, num_positive, num_negative = (
         jnp.asarray(x, dtype) for x in (auc, num_positive, num_negative)
     )
@@ -90,7 +89,7 @@ def _auc_power(auc, num_positive, num_negative, flags, z_alpha):
     alternative_sd = jnp.sqrt(_obuchowski_variance(auc, ratio))
     power = ndtr((jnp.sqrt(num_positive) * jnp.abs(auc - 0.5) - z_alpha * null_sd) / alternative_sd)
     invalid = jnp.broadcast_to(flags[0] | flags[1] | flags[2], power.shape)
-    return validation.nan_where(invalid, power)
+    return batching.nan_where(invalid, power)
 
 
 def auc_power(
@@ -110,12 +109,9 @@ def auc_power(
     with ``A = 1.414 Phi^-1(theta)``, ``kappa = n- / n+`` and ``V_0 = V(1/2) = 0.0792 (1 +
     1 / kappa)`` (Obuchowski 2004's variances of the AUC times n+, from the binormal model).
 
-    Conventions: the arguments broadcast elementwise (shapes that do not raise `ValueError`).
-    An `auc` outside [0, 1] or a non-positive count (NaN included) raises `ValueError` eagerly,
-    naming the argument and the index; under `jax.jit` that element is NaN. An AUC below 1/2
-    counts as far from 1/2 as its mirror image. At an AUC of exactly 0 or 1 the variance is 0
-    (its limit). Counts need not be integers. Precision: float32, float64 when
-    `jax_enable_x64` is on.
+    An `auc` outside [0, 1] or a non-positive count (NaN included) is bad input. An AUC below
+    1/2 counts as far from 1/2 as its mirror image. At an AUC of exactly 0 or 1 the variance is
+    0 (its limit). Counts need not be integers. Bad input and precision: docs/conventions.md.
 
     Args:
       auc: the true AUC under the alternative, an array of any shape.
@@ -141,16 +137,16 @@ def auc_power(
     values, flags = _checked_aucs(
         auc, [(num_positive, "num_positive"), (num_negative, "num_negative")]
     )
-    return _auc_power(*values, tuple(flags), np.asarray(z_alpha, validation.float_dtype()))
+    return _auc_power(*values, tuple(flags), np.asarray(z_alpha, float_dtype()))
 
 
 @jax.jit
 def _auc_sample_size(auc, flags, ratio, z_alpha, z_power):
-    auc = jnp.asarray(auc, validation.float_dtype())
+    auc = jnp.asarray(auc, float_dtype())
     null_sd = jnp.sqrt(0.0792 * (1 + 1 / ratio))
     alternative_sd = jnp.sqrt(_obuchowski_variance(auc, ratio))
     positives = (z_alpha * null_sd + z_power * alternative_sd) ** 2 / (auc - 0.5) ** 2
-    positives = validation.nan_where(flags, positives)
+    positives = batching.nan_where(flags, positives)
     return SampleSize(positives, ratio * positives)
 
 
@@ -173,10 +169,9 @@ def auc_sample_size(
 
     with V and V_0 as in `auc_power` and ``kappa = negatives_per_positive``.
 
-    Conventions: `auc` broadcasts elementwise; outside [0, 1] (NaN included) it raises
-    `ValueError` eagerly naming the index, and is NaN under `jax.jit`. An AUC of exactly 1/2
-    needs infinitely many samples (inf). The counts are not rounded up (pROC's neither).
-    Precision: float32, float64 when `jax_enable_x64` is on.
+    An `auc` outside [0, 1] (NaN included) is bad input. An AUC of exactly 1/2 needs
+    infinitely many samples (inf). The counts are not rounded up (pROC's neither). Bad input and
+    precision: docs/conventions.md.
 
     Args:
       auc: the true AUC under the alternative, an array of any shape.
@@ -201,7 +196,7 @@ def auc_sample_size(
     z_power = _normal_quantile(_level(power, "power"))
     ratio = _positive_number(negatives_per_positive, "negatives_per_positive")
     values, flags = _checked_aucs(auc, [])
-    dtype = validation.float_dtype()
+    dtype = float_dtype()
     return _auc_sample_size(
         values[0], flags[0], *(np.asarray(x, dtype) for x in (ratio, z_alpha, z_power))
     )
@@ -262,10 +257,10 @@ def delong_power(scores: ArrayLike, labels: ArrayLike, *, alpha: float = 0.05) -
     difference, sigma_0 the one under the null hypothesis, where the first model's variance
     stands for both (pROC's convention, so the order of the models matters).
 
-    Conventions: bad input as `delong` (raises eagerly naming the argument; NaN under
-    `jax.jit`). sigma_0 is NaN when ``C_ab > V_a``, as in pROC. Equal observed AUCs give
+    sigma_0 is NaN when ``C_ab > V_a``, as in pROC. Equal observed AUCs give
     ``Phi(-z sigma_0 / sigma_1)`` (alpha / 2 when the two standard errors agree); models that
-    order every pair alike (sigma_1 = 0) give 0, or NaN when sigma_0 = 0 too.
+    order every pair alike (sigma_1 = 0) give 0, or NaN when sigma_0 = 0 too. Bad input as
+    `delong`.
 
     Args:
       scores: ``[2, n]`` scores of the two models on the same samples.
@@ -310,8 +305,8 @@ def delong_sample_size(
 
     with sigma_0 and sigma_1 as in `delong_power` (at the observed numbers of samples).
 
-    Conventions: as `delong_power`; equal AUCs need infinitely many samples (inf). The counts
-    are not rounded up (pROC's neither).
+    As `delong_power`; equal AUCs need infinitely many samples (inf). The counts are not
+    rounded up (pROC's neither).
 
     Args:
       scores: ``[2, n]`` scores of the two models on the same samples.

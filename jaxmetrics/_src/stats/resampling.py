@@ -21,7 +21,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import host_kernels, kernels, validation
+from jaxmetrics._src.core import checks, coercion, host_kernels, kernels
+from jaxmetrics._src.core.options import check_option
 from jaxmetrics._src.core.typing import Array, ArrayLike, Sampling, options_of
 
 _SAMPLINGS = options_of(Sampling)
@@ -162,17 +163,17 @@ def resample_weights(
 
     with d_{r,1}, ..., d_{r,n} the n draws of resample r.
 
-    Conventions: "multinomial" makes num_samples draws with replacement, so the weights sum to
-    num_samples (the classic bootstrap); with `stratify`, each stratum is drawn within itself,
-    so its total weight stays its size; with `groups`, the groups are drawn instead of the
-    samples (group j of G, numbered in the sorted order of the labels, is drawn as sample j of
-    a G-sample resample would be). Without `stratify`, the multinomial counts are made without
-    counting n draws: Poisson counts of a rate just under 1 (whose law, given their total t, is
-    that of t uniform draws) plus the n - t missing draws, an exact multinomial (and as fast as
-    Poisson weights). Draws are 32-bit hashes taken modulo the number of samples: a bias below
-    ``num_samples / 2**32``. "poisson" makes independent Poisson(1)
-    weights, whose total varies around num_samples; they need no counting of draws and suit
-    streaming and sharded data, and `stratify` is ignored (`bootstrap` refuses the pair).
+    "multinomial" makes num_samples draws with replacement, so the weights sum to num_samples
+    (the classic bootstrap); with `stratify`, each stratum is drawn within itself, so its total
+    weight stays its size; with `groups`, the groups are drawn instead of the samples (group j
+    of G, numbered in the sorted order of the labels, is drawn as sample j of a G-sample
+    resample would be). Without `stratify`, the multinomial counts are made without counting n
+    draws: Poisson counts of a rate just under 1 (whose law, given their total t, is that of t
+    uniform draws) plus the n - t missing draws, an exact multinomial (and as fast as Poisson
+    weights). Draws are 32-bit hashes taken modulo the number of samples: a bias below
+    ``num_samples / 2**32``. "poisson" makes independent Poisson(1) weights, whose total varies
+    around num_samples; they need no counting of draws and suit streaming and sharded data, and
+    `stratify` is ignored (`bootstrap` refuses the pair).
 
     Args:
       key: a JAX PRNG key (``jax.random.key(seed)``, or legacy uint32 key data).
@@ -209,7 +210,7 @@ def resample_weights(
       MacGibbon (2006), "Creating non-parametric bootstrap samples using Poisson frequencies",
       Computer Methods and Programs in Biomedicine 83:57-62.
     """
-    validation.check_option(sampling, "sampling", _SAMPLINGS)
+    check_option(sampling, "sampling", _SAMPLINGS)
     if groups is not None:
         if stratify is not None:
             raise ValueError("`groups` and `stratify` cannot be combined; give one of them.")
@@ -230,12 +231,7 @@ def resample_weights(
 
 def group_units(groups: ArrayLike, num_samples: int) -> tuple[np.ndarray, int]:
     """(index of each sample's group in [0, G), G) from concrete group labels ``[n]``."""
-    host = validation.host_values(groups)
-    if host is None:
-        raise TypeError(
-            "`groups` must be concrete (a numpy or JAX array known outside `jax.jit`): the number "
-            "of groups fixes the shape of the resamples."
-        )
+    host = checks.known_values(groups, "groups", "the number of groups fixes the resamples' shape")
     if host.shape != (num_samples,):
         raise ValueError(
             f"`groups` must have shape ({num_samples},), one group label per sample; got "
@@ -360,13 +356,13 @@ def in_calls(compute: Callable[[Array], Array], total: int, per_call: int, progr
         if progress is not None:
             progress(min(first + per_call, total), total)
     if all(isinstance(piece, np.ndarray) for piece in pieces):
-        return validation.to_device(np.concatenate(pieces, axis=0))
+        return coercion.to_device(np.concatenate(pieces, axis=0))
     return jnp.concatenate(pieces, axis=0)
 
 
 def on_host(values: Array) -> Array | np.ndarray:
     """Concrete values on the CPU as numpy (for slicing without compiling), else unchanged."""
-    if jax.default_backend() == "cpu" and validation.is_concrete(values):
+    if jax.default_backend() == "cpu" and checks.is_concrete(values):
         return np.asarray(values)
     return values
 

@@ -16,7 +16,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import kernels, sorting, validation
+from jaxmetrics._src.core import batching, checks, coercion, exact_order, kernels, sorting
+from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.options import check_count
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.stats.resampling import check_key, random_bits, seed_words
 
@@ -80,7 +82,7 @@ def _errors_gap(ordered_a: Array, ordered_b: Array) -> Array:
     """
     gap = jnp.abs(sorting.cumulative(2 * ordered_b - 1) - sorting.cumulative(2 * ordered_a - 1))
     n = gap.shape[0]
-    return gap.sum(dtype=jnp.int32 if 2 * n * n < 2**31 else validation.float_dtype())
+    return gap.sum(dtype=jnp.int32 if 2 * n * n < 2**31 else float_dtype())
 
 
 @functools.partial(kernels.jit, static_argnames=("num_permutations",))
@@ -102,14 +104,14 @@ def _paired_fields(scores_a, scores_b, labels, invalid, key, *, num_permutations
         )
 
     statistic, null = _evaluated(statistic_of, num_permutations, n)
-    dtype = validation.float_dtype()
+    dtype = float_dtype()
     p_value = jnp.mean((null >= statistic).astype(dtype))
-    return VenkatramanTest(*validation.nan_where(invalid, (statistic.astype(dtype), p_value)))
+    return VenkatramanTest(*batching.nan_where(invalid, (statistic.astype(dtype), p_value)))
 
 
 def _curve(ordered: Array, mixing: Array) -> tuple[Array, Array]:
     """(mixture CDF, expected error) of a model after each of its samples in rank order."""
-    dtype = validation.float_dtype()
+    dtype = float_dtype()
     caught = sorting.cumulative(ordered).astype(dtype)  # positives among the k lowest ranked
     below = jnp.arange(1, ordered.shape[0] + 1, dtype=dtype)
     positive_rate = caught / caught[-1]
@@ -152,7 +154,7 @@ def _area_between(curve_a: tuple[Array, Array], curve_b: tuple[Array, Array]) ->
 @functools.partial(kernels.jit, static_argnames=("num_permutations",))
 def _unpaired_fields(scores_a, labels_a, scores_b, labels_b, invalid, key, *, num_permutations):
     size_a, size = labels_a.shape[0], labels_a.shape[0] + labels_b.shape[0]
-    dtype = validation.float_dtype()
+    dtype = float_dtype()
     seed = seed_words(key)
     labels = jnp.concatenate([labels_a, labels_b])
     ranks = jnp.concatenate([_first_ranks(scores_a), _first_ranks(scores_b)])
@@ -177,7 +179,7 @@ def _unpaired_fields(scores_a, labels_a, scores_b, labels_b, invalid, key, *, nu
     # a permuted area equal to E up to float rounding counts as reaching it
     reached = null >= statistic * (1 - 64 * jnp.finfo(dtype).eps)
     p_value = jnp.mean(reached.astype(dtype))
-    return VenkatramanTest(*validation.nan_where(invalid, (statistic, p_value)))
+    return VenkatramanTest(*batching.nan_where(invalid, (statistic, p_value)))
 
 
 def _model_inputs(named_scores, labels, labels_name):
@@ -185,30 +187,27 @@ def _model_inputs(named_scores, labels, labels_name):
     bad-value flag (a bool, or a traced scalar under jit)."""
     scores = []
     for name, value in named_scores:
-        value = validation.as_scores(validation.order_keys(value, name)[0], name, host=True)
+        value = coercion.as_scores(exact_order.order_keys(value, name)[0], name, host=True)
         if value.ndim != 1:
             raise ValueError(f"`{name}` must have shape [n]; got {tuple(value.shape)}.")
         scores.append(value)
-    labels = validation.as_real_array(labels, labels_name, host=True)
+    labels = coercion.as_real_array(labels, labels_name, host=True)
     if labels.ndim != 1:
         raise ValueError(f"`{labels_name}` must have shape [n]; got {tuple(labels.shape)}.")
-    validation.sample_axis_shapes(
+    coercion.sample_axis_shapes(
         [(name, s) for (name, _), s in zip(named_scores, scores)] + [(labels_name, labels)]
     )
-    invalid = validation.check_binary_labels(labels, labels_name)
+    invalid = checks.check_binary_labels(labels, labels_name)
     for (name, _), value in zip(named_scores, scores):
-        invalid = invalid | validation.check_finite(value, name)
-    host = validation.host_values(labels)
-    if host is not None:
-        positives = int((host == 1).sum())
-        if positives == 0 or positives == host.size:
-            raise ValueError(
-                f"`{labels_name}` must hold both classes (a ROC curve needs positives and "
-                f"negatives); found {positives} positives and {host.size - positives} negatives."
-            )
-    else:
-        positives = (labels == 1).sum()
-        invalid = invalid | (positives == 0) | (positives == labels.shape[0])
+        invalid = invalid | checks.check_finite(value, name)
+    size = labels.shape[0]
+    both_classes = checks.Rule(
+        lambda positives: (positives == 0) | (positives == size),
+        "hold both classes (a ROC curve needs positives and negatives)",
+        lambda positives: f"{positives} positives and {size - positives} negatives",
+    )
+    positives = (labels == 1).sum()
+    invalid = invalid | checks.check(positives, labels_name, both_classes, sample_axes=0)
     return scores, (labels == 1).astype(np.int32), invalid
 
 
@@ -238,15 +237,14 @@ def venkatraman_test(
     exchanges :math:`r^a_i` and :math:`r^b_i` of each sample with probability 1/2 and ranks each
     model again; :math:`p = \#\{b : E^*_b \ge E\} / B` over the B permutations.
 
-    Conventions: larger scores mean more positive for both models. Ties in a model's scores are
-    broken by sample order (pROC's ``ties.method = "first"``), so with tied scores E depends on
-    the order of the samples; ties that an exchange creates are broken at random. Identical
-    models give E = 0 and p = 1. The p-value is pROC's, at least 1/B unless no permutation
-    reaches E (then 0). NaN/inf scores, labels other than 0/1, a missing class and samples that
-    differ in number raise `ValueError` naming the argument; under `jax.jit` they make both
-    fields NaN. The same key gives the same permutations, whatever `num_permutations` is split
-    into internally. E is counted exactly in int32 while ``2 n^2 < 2^31`` and returned as a
-    float (exact in float32 below 2^24).
+    Larger scores mean more positive for both models. Ties in a model's scores are broken by
+    sample order (pROC's ``ties.method = "first"``), so with tied scores E depends on the order
+    of the samples; ties that an exchange creates are broken at random. Identical models give
+    E = 0 and p = 1. The p-value is pROC's, at least 1/B unless no permutation reaches E (then
+    0). The same key gives the same permutations, whatever `num_permutations` is split into
+    internally. E is counted exactly in int32 while ``2 n^2 < 2^31`` and returned as a float
+    (exact in float32 below 2^24). A missing class and samples that differ in number are bad
+    input too. Bad input: docs/conventions.md.
 
     Args:
       scores_a: ``[n]`` scores of the first model.
@@ -276,7 +274,7 @@ def venkatraman_test(
       ROC curves", BMC Bioinformatics 12:77.
     """
     check_key(key)
-    num_permutations = validation.check_count(num_permutations, "num_permutations")
+    num_permutations = check_count(num_permutations, "num_permutations")
     (a, b), labels, invalid = _model_inputs(
         [("scores_a", scores_a), ("scores_b", scores_b)], labels, "labels"
     )
@@ -318,12 +316,11 @@ def venkatraman_test_unpaired(
     running from 1 to its size, pooled as they are) and deals them back at random, the
     negatives likewise; :math:`p = \#\{b : E^*_b \ge E\} / B`.
 
-    Conventions: ties as in `venkatraman_test` (by sample order for E, at random in the
-    permutations). :math:`\kappa` is the pooled positives over the pooled size; pROC divides
-    by twice the size of the first set instead, which differs only when the sizes differ.
-    A permuted E within 64 float epsilons (relative) of the observed one counts as reaching
-    it. Two identical sets give E = 0 and p = 1. Bad input as in `venkatraman_test`, each set
-    needing both classes.
+    Ties as in `venkatraman_test` (by sample order for E, at random in the permutations).
+    :math:`\kappa` is the pooled positives over the pooled size; pROC divides by twice the size
+    of the first set instead, which differs only when the sizes differ. A permuted E within 64
+    float epsilons (relative) of the observed one counts as reaching it. Two identical sets give
+    E = 0 and p = 1. Bad input as in `venkatraman_test`, each set needing both classes.
 
     Args:
       scores_a: ``[n_a]`` scores of the first model on its samples.
@@ -350,7 +347,7 @@ def venkatraman_test_unpaired(
       curves", Biometrics 56:1134-1138. Robin et al. (2011), BMC Bioinformatics 12:77.
     """
     check_key(key)
-    num_permutations = validation.check_count(num_permutations, "num_permutations")
+    num_permutations = check_count(num_permutations, "num_permutations")
     (a,), labels_a, invalid_a = _model_inputs([("scores_a", scores_a)], labels_a, "labels_a")
     (b,), labels_b, invalid_b = _model_inputs([("scores_b", scores_b)], labels_b, "labels_b")
     return _unpaired_fields(

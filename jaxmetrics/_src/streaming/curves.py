@@ -14,7 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import DTypeLike
 
-from jaxmetrics._src.core import validation
+from jaxmetrics._src.core import batching
+from jaxmetrics._src.core.numerics import float_dtype
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.metrics import counts as counts_lib
 from jaxmetrics._src.metrics.counts import Counts, safe_divide
@@ -25,6 +26,7 @@ from jaxmetrics._src.streaming.base import (
     check_batch,
     check_num_labels,
     check_same_config,
+    count_weights,
     default_count_dtype,
     is_bad,
     label_shape,
@@ -131,8 +133,9 @@ class BinnedCurve:
           high: the highest threshold of the equally spaced grid (the grid's points are
             float32 values, the values float32 scores take).
           dtype: of the counts; None (the default) is int32, or int64 with x64 on: exact
-            counts (unweighted or integer weights). Float weights promote the counts to float
-            on update (start with float32 to keep one type through a `jax.lax.scan`).
+            counts (unweighted, or bool, integer or whole float weights such as a 0/1 mask),
+            kept through every update. A float type (``jnp.float32``) counts fractional
+            weights too.
           num_labels: the number of labels L of a multilabel state (an int >= 1, static): one
             curve per label, leaves with a leading ``[L]`` axis. None (the default): one label.
 
@@ -176,7 +179,7 @@ class BinnedCurve:
     @property
     def grid(self) -> Array:
         """The thresholds as an array ``[T]`` of the results' float type (float32 unless x64)."""
-        return jnp.asarray(self.thresholds, validation.float_dtype())
+        return jnp.asarray(self.thresholds, float_dtype())
 
     def _add_counts(self, counts: Counts) -> BinnedCurve:
         """Add a batch's counts at the grid, ``[T]`` (``[L, T]``: label by label)."""
@@ -210,6 +213,7 @@ class BinnedCurve:
         """
         check_batch(self.num_labels, scores=scores, labels=labels, sample_weight=sample_weight)
         grid = thresholds_as_compared(self.thresholds, scores)
+        sample_weight = count_weights(sample_weight, self.tp.dtype)
         counts = counts_lib.confusion_counts(scores, labels, grid, sample_weight=sample_weight)
         return self._add_counts(counts)
 
@@ -235,7 +239,7 @@ class BinnedCurve:
         return result
 
     def _label_metrics(self) -> dict[str, Array]:
-        dtype = validation.float_dtype()
+        dtype = float_dtype()
         p = self.total_positive.astype(dtype)
         n = self.total_negative.astype(dtype)
         # points from the highest threshold down, closed by (0, 0) and (1, 1)
@@ -249,7 +253,7 @@ class BinnedCurve:
         ap = (rise * precision).sum()
         one_class = (p == 0) | (n == 0)
         nan = jnp.nan
-        return validation.nan_where(
+        return batching.nan_where(
             self.num_bad_batches > 0,
             {
                 "roc_auc": jnp.where(one_class, nan, auc),

@@ -13,9 +13,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import sorting, validation
+from jaxmetrics._src.core import (
+    batching,
+    checks,
+    numerics,
+    options,
+    sorting,
+    validation,
+)
 from jaxmetrics._src.core.typing import Array, ArrayLike
-from jaxmetrics._src.mesh import sharded
+from jaxmetrics._src.mesh import forms
 from jaxmetrics._src.metrics import ranking
 from jaxmetrics._src.streaming.base import (
     check_batch,
@@ -95,11 +102,11 @@ class ExactCurve:
         With `num_labels` L (an int >= 1, static), a multilabel state: one buffer of `capacity`
         samples per label, leaves with a leading ``[L]`` axis. None (the default): one label.
         """
-        capacity = validation.check_count(capacity, "capacity")
+        capacity = options.check_count(capacity, "capacity")
         num_labels = check_num_labels(num_labels)
         per_label_shape = label_shape(num_labels)
         buffer_shape = (*per_label_shape, capacity)
-        dtype = validation.float_dtype()
+        dtype = numerics.float_dtype()
         return cls(
             jnp.asarray(np.broadcast_to(_host_keys(np.zeros(1)), (*buffer_shape, 2))),
             jnp.zeros(buffer_shape, jnp.int32),
@@ -188,7 +195,7 @@ class ExactCurve:
         Args:
           axis_name: inside `jax.shard_map`, the mesh axis (or axes) whose devices each hold
             one state: the metrics are those of all their samples together, computed by the
-            distributed sample sort (``sharded.py``: O(capacity) memory per device, no gather
+            distributed sample sort (``mesh/forms.py``: O(capacity) memory per device, no gather
             of the buffers). None (the default): this state alone.
 
         Returns:
@@ -207,14 +214,14 @@ class ExactCurve:
             axes = axis_name if isinstance(axis_name, tuple) else (axis_name,)
             rows = lambda a: [a] if self.num_labels is None else list(a)  # noqa: E731
             pairs = [  # (NaN in the unlikely event that a device's buffer overflows)
-                sharded.over_axes(("roc_auc", "average_precision"), s, y, w, axes)[0]
+                forms.ranking_over_axes(s, y, w, axes)[:2]
                 for s, y, w in zip(rows(self.scores), rows(self.labels), rows(weights))
             ]
             auc, ap = (jnp.stack(column).reshape(count.shape) for column in zip(*pairs))
             count = jax.lax.psum(count, axes)
             overflowed = jax.lax.psum(overflowed.astype(jnp.int32), axes) > 0
             bad = jax.lax.psum(bad, axes)
-        result = validation.nan_where(
+        result = batching.nan_where(
             overflowed | (bad > 0), {"roc_auc": auc, "average_precision": ap}
         )
         return {**result, "count": count, "overflowed": overflowed}
@@ -227,7 +234,7 @@ class ExactCurve:
 # type is then the same whatever scores arrive.
 _SIGN = np.uint32(0x80000000)
 _FLOAT64_EXPONENT_OF_FLOAT32 = 1023 - 127  # float64 exponent bias minus float32's
-_FIRST_RANK_BITS = 0x00800000  # the smallest normal float32's bits (`validation.ScoreCodec`)
+_FIRST_RANK_BITS = 0x00800000  # the smallest normal float32's bits (`exact_order.ScoreCodec`)
 
 
 def _host_keys(values: np.ndarray) -> np.ndarray:
@@ -261,7 +268,7 @@ def _device_keys(scores: Array) -> Array:
 
 def _score_keys(scores: ArrayLike, checked: Array) -> Array:
     """Order keys of a batch: of the values given when concrete, else of the checked scores."""
-    values = validation.host_values(scores)
+    values = checks.host_values(scores)
     if values is not None:
         return jnp.asarray(_host_keys(values))
     return _device_keys(checked)

@@ -35,11 +35,14 @@ eager and jitted updates agree on every input that jit leaves as it is; float64 
 with x64 off are float32 there (what JAX made them), and differ only where float32 merges a
 score with a threshold that float64 tells apart.
 
-Counts are int32 (int64 with x64 on, as `confusion_counts` counts integer weights then), so
-unit- and integer-weighted updates never change a state's leaf types. Float weights give float
-counts: a state created with integer counts (the default, exact) is promoted to float on its
-first float-weighted update (create it with ``dtype=jnp.float32`` to keep one type through a
-`lax.scan`). With x64 on, results are float64.
+In a training loop: a state's leaf types never change on update, whatever the weights or masks
+(bool, int or float), so a jitted eval step compiles once and ``jax.lax.scan`` runs over
+batches; `compute` is one compiled program (per state type and configuration). Counts are int32
+(int64 with x64 on, as `confusion_counts` counts integer weights then): exact, and they take
+bool and integer weights and float weights that are whole numbers (a float 0/1 padding mask),
+counted exactly; a fractional weight raises `ValueError` eagerly and, under jit, makes the
+batch bad (refused and counted). Create a state with ``dtype=jnp.float32`` to count fractional
+weights (any weight is then added in float32). With x64 on, results are float64.
 
 This module holds `ConfusionState`, `Mean` and `Collection`; the curves are in
 `streaming_curves` (binned) and `streaming_exact` (exact), the machinery every state shares in
@@ -57,7 +60,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import DTypeLike
 
-from jaxmetrics._src.core import validation
+from jaxmetrics._src.core import batching, checks, coercion
+from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.options import check_count
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.metrics import counts as counts_lib
 from jaxmetrics._src.metrics import multiclass
@@ -70,6 +75,7 @@ from jaxmetrics._src.streaming.base import (
     check_batch,
     check_num_labels,
     check_same_config,
+    count_weights,
     default_count_dtype,
     is_bad,
     label_shape,
@@ -103,7 +109,9 @@ class ConfusionState:
     ``jaxmetrics.confusion_counts(scores, labels, thresholds)``. `compute` gives ``[L, T]``
     rates; ``result["f1"].mean(0)`` is the macro F1 at each threshold.
 
-    Conventions: undefined rates are NaN. Float weights are counted in float, never truncated.
+    Conventions: undefined rates are NaN. Integer counts (the default) take whole weights
+    only, exactly; fractional weights need float counts (``dtype=jnp.float32``), never
+    truncated.
     A score and a threshold are compared in the scores' precision, the same eagerly and under
     `jax.jit` (`jaxmetrics.streaming`, "Precision"): float64 for float64 scores called eagerly
     or with x64 on, float32 for float32 scores; the counts equal ``confusion_counts(scores,
@@ -156,9 +164,9 @@ class ConfusionState:
           thresholds: binary: the thresholds, a scalar or 1-D, not NaN (kept as given, in
             float64, static).
           num_classes: multiclass: the number of classes C, an int >= 2 (static).
-          dtype: of the counts; None (the default) is int32, or int64 with x64 on: exact
-            counts. Float weights promote the counts to float on update (start with float32 to
-            keep one type through a `jax.lax.scan`).
+          dtype: of the counts, kept through every update; None (the default) is int32, or
+            int64 with x64 on: exact counts of bool, integer or whole float weights (a 0/1
+            mask). A float type (``jnp.float32``) counts fractional weights too.
           num_labels: binary only: the number of labels L of a multilabel state (an int >= 1,
             static), counts ``[L, T]``. None (the default): one label.
 
@@ -174,7 +182,7 @@ class ConfusionState:
                     "`num_labels` is for binary states (`thresholds`), not multiclass ones; got "
                     f"num_labels={num_labels!r} with num_classes={num_classes!r}."
                 )
-            num_classes = validation.check_count(num_classes, "num_classes", minimum=2)
+            num_classes = check_count(num_classes, "num_classes", minimum=2)
             matrix = jnp.zeros((num_classes, num_classes), dtype)
             return cls(matrix, jnp.zeros((), jnp.int32), None, num_classes)
         num_labels = check_num_labels(num_labels)
@@ -220,6 +228,8 @@ class ConfusionState:
         check_batch(
             self.num_labels, predictions=predictions, labels=labels, sample_weight=sample_weight
         )
+        count_dtype = jax.tree_util.tree_leaves(self.counts)[0].dtype
+        sample_weight = count_weights(sample_weight, count_dtype)
         if self.num_classes is not None:
             matrix = multiclass.confusion_matrix(
                 predictions, labels, num_classes=self.num_classes, sample_weight=sample_weight
@@ -252,9 +262,12 @@ class ConfusionState:
                 "f1": rates_lib.f_beta(c),
                 "accuracy": rates_lib.accuracy(c),
             }
-            return validation.nan_where(bad, result)
-        report = multiclass.report_of_matrix(self.counts)
-        return validation.nan_where(bad, dict(report._asdict()))
+            return batching.nan_where(bad, result)
+        matrix = self.counts  # float counts in the results' type (float64 under x64)
+        if jnp.issubdtype(matrix.dtype, jnp.floating):
+            matrix = matrix.astype(float_dtype())
+        report = multiclass.report_of_matrix(matrix)
+        return batching.nan_where(bad, dict(report._asdict()))
 
 
 @state_class
@@ -287,25 +300,21 @@ class Mean:
     @classmethod
     def empty(cls) -> Mean:
         """A mean of nothing yet."""
-        dtype = validation.float_dtype()
+        dtype = float_dtype()
         return cls(jnp.zeros((), dtype), jnp.zeros((), dtype))
 
     def update(self, values: ArrayLike, *, sample_weight: ArrayLike | None = None) -> Mean:
         """Add values of any shape, with optional weights broadcasting against them."""
         dtype = self.total.dtype
-        values = validation.as_real_array(values, "values", min_ndim=0, host=True)
+        values = coercion.as_real_array(values, "values", min_ndim=0, host=True)
         every_axis = max(np.ndim(values), 1)
-        invalid = validation.check_values(
-            values, "values", validation.not_finite, "be finite", sample_axes=every_axis
-        )
+        invalid = checks.check(values, "values", checks.FINITE_VALUE, sample_axes=every_axis)
         values = jnp.asarray(values, dtype)
         if sample_weight is None:
             weights = jnp.ones_like(values)
         else:
-            weights = validation.as_real_array(
-                sample_weight, "sample_weight", min_ndim=0, host=True
-            )
-            invalid = invalid | jnp.any(validation.check_weights(jnp.atleast_1d(weights)))
+            weights = coercion.as_real_array(sample_weight, "sample_weight", min_ndim=0, host=True)
+            invalid = invalid | jnp.any(checks.check_weights(jnp.atleast_1d(weights)))
             weights = jnp.broadcast_to(jnp.asarray(weights, dtype), values.shape)
         total = jnp.where(invalid, jnp.nan, (values * weights).sum())
         return Mean(self.total + total, self.weight + weights.sum())
@@ -372,6 +381,13 @@ class Collection:
         }
         updated = dict(self.states)
         if thresholded:
+            # integer counts take whole weights only (`count_weights`): if any member counts in
+            # integers, all are given the weights as integers (exact for the float ones too)
+            count_dtypes = [
+                jax.tree_util.tree_leaves(state)[0].dtype for state in thresholded.values()
+            ]
+            integer = [d for d in count_dtypes if not jnp.issubdtype(d, jnp.floating)]
+            sample_weight = count_weights(sample_weight, integer[0] if integer else count_dtypes[0])
             grids = [np.asarray(state.thresholds, np.float64) for state in thresholded.values()]
             union = np.unique(np.concatenate(grids))
             grid = thresholds_as_compared(tuple(union.tolist()), scores)

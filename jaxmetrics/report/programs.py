@@ -1,0 +1,161 @@
+"""The report's programs kept between runs with `jax.export`, so that a second run of the same
+shapes neither traces nor lowers them again (JAX's persistent cache then finds them compiled).
+
+A program is kept as one file in the command line's private cache directory (made 0700 and
+checked to be the user's by `cli`): a first line naming the format, a JSON header, then the
+serialized `jax.export.Exported`. The header holds what the program depends on: the versions of
+jax, jaxlib and jaxmetrics, a digest of jaxmetrics' own source files (an edited library is a new
+library, whatever its version says), the backend, x64, and the shapes and dtypes of the inputs;
+and a SHA-256 of the program. A file that is damaged, from another version or for other inputs is
+ignored and replaced, never deserialized on trust; a directory that cannot be written only costs
+the time saved. Serializing needs the `flatbuffers` package: without it, nothing is kept.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import jaxlib
+
+import jaxmetrics
+
+_FORMAT = b"jaxmetrics exported program 1\n"
+
+
+def available() -> bool:
+    """Whether programs can be serialized here (`jax.export` needs `flatbuffers` for that)."""
+    try:
+        import flatbuffers  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@functools.cache
+def _sources_digest() -> str:
+    """SHA-256 of every Python source file of the jaxmetrics package (its code, this app's too)."""
+    root = Path(jaxmetrics.__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _version() -> dict[str, Any]:
+    """What a kept program depends on besides its inputs."""
+    return {
+        "jax": jax.__version__,
+        "jaxlib": jaxlib.__version__,
+        "jaxmetrics": jaxmetrics.__version__,
+        "sources": _sources_digest(),
+        "backend": jax.default_backend(),
+        "x64": bool(jax.config.jax_enable_x64),
+    }
+
+
+def _inputs(args: tuple[Any, ...]) -> list[list[Any]]:
+    return [[list(arg.shape), str(arg.dtype)] for arg in args]
+
+
+class ProgramStore:
+    """Exported programs by name and input shapes, kept in `directory` (a private one).
+
+    `on_miss` is called whenever a program has to be traced and exported in this run (it was
+    not in memory nor in a good file): the caller learns that the run is a first one.
+    """
+
+    def __init__(self, directory: Path, on_miss: Callable[[], object] | None = None):
+        self.directory = directory
+        self.on_miss = on_miss
+        self._programs: dict[str, jax.export.Exported | None] = {}  # by header
+
+    def path(self, name: str, args: tuple[Any, ...]) -> Path:
+        """The file of program `name` for inputs like `args` (one file, whatever the version)."""
+        inputs = json.dumps(_inputs(args)).encode()
+        return self.directory / f"{name}-{hashlib.sha256(inputs).hexdigest()[:24]}.program"
+
+    def call(self, name: str, function: Callable[..., Any], *args: Any) -> Any:
+        """``function(*args)`` (arrays or tracers), through its kept program where it has one."""
+        exported = self.program(name, function, *args)
+        return function(*args) if exported is None else exported.call(*args)
+
+    def program(
+        self, name: str, function: Callable[..., Any], *args: Any
+    ) -> jax.export.Exported | None:
+        """The exported `function` for inputs of the shapes and dtypes of `args`: one this store
+        already holds, read from its file, or else exported now and written; None where it
+        cannot be exported (a program that calls Python back)."""
+        header = {"name": name, "version": _version(), "inputs": _inputs(args)}
+        known = json.dumps(header, sort_keys=True)
+        if known not in self._programs:
+            self._programs[known] = self._read_or_export(header, function, args)
+        return self._programs[known]
+
+    def _read_or_export(self, header, function, args) -> jax.export.Exported | None:
+        path = self.path(header["name"], args)
+        exported = read(path, header)
+        if exported is not None:
+            return exported
+        if self.on_miss is not None:
+            self.on_miss()
+        specs = [jax.ShapeDtypeStruct(arg.shape, arg.dtype) for arg in args]
+        try:
+            exported = jax.export.export(jax.jit(function))(*specs)
+            payload = exported.serialize()
+        except Exception:  # noqa: BLE001 (not exportable: it runs as traced, unkept)
+            return None
+        write(path, header, payload)
+        return exported
+
+
+def read(path: Path, header: dict[str, Any]) -> jax.export.Exported | None:
+    """The program in `path` if the file is whole, ours, and made for `header`; else None."""
+    try:
+        if path.stat().st_uid != os.getuid():
+            return None
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if not data.startswith(_FORMAT):
+        return None
+    line, _, payload = data[len(_FORMAT) :].partition(b"\n")
+    try:
+        kept = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(kept, dict) or {k: kept.get(k) for k in header} != header:
+        return None
+    if kept.get("sha256") != hashlib.sha256(payload).hexdigest():
+        return None
+    try:
+        exported = jax.export.deserialize(bytearray(payload))
+    except Exception:  # noqa: BLE001 (a file that passed its checksum but does not load: rebuilt)
+        return None
+    expected = [(tuple(shape), dtype) for shape, dtype in header["inputs"]]
+    if [(tuple(a.shape), str(a.dtype)) for a in exported.in_avals] != expected:
+        return None
+    return exported
+
+
+def write(path: Path, header: dict[str, Any], payload: bytes) -> None:
+    """Write the program whole (under a temporary name, then renamed), or not at all."""
+    kept = dict(header, sha256=hashlib.sha256(payload).hexdigest())
+    text = _FORMAT + json.dumps(kept, sort_keys=True).encode() + b"\n" + payload
+    try:
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+    except OSError:
+        return  # a cache that cannot be written costs the time it would save, nothing else
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(text)
+        os.replace(temporary, path)
+    except OSError:
+        Path(temporary).unlink(missing_ok=True)
