@@ -21,10 +21,10 @@ import jax
 import jax.numpy as jnp
 
 from jaxmetrics._src.core import batching, checks, coercion, kernels
+from jaxmetrics._src.core.numerics import safe_divide
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.losses.pair_sums import row_sums
 from jaxmetrics._src.losses.soft import check_temperature
-from jaxmetrics._src.metrics.counts import safe_divide
 
 
 def _query_inputs(

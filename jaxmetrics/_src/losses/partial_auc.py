@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmetrics._src.core import batching, checks, kernels, sorting
+from jaxmetrics._src.core.numerics import safe_divide
 from jaxmetrics._src.core.options import check_option
 from jaxmetrics._src.core.typing import Array, ArrayLike, Surrogate, options_of
 from jaxmetrics._src.losses.pair_sums import PAIR_BLOCK, hinge_total, rank_scores, row_sums
@@ -31,7 +32,6 @@ from jaxmetrics._src.losses.soft import (
     loss_inputs,
     option_flag,
 )
-from jaxmetrics._src.metrics.counts import safe_divide
 
 PartialAucMethod: TypeAlias = Literal["cvar", "kl"]
 _SURROGATES = options_of(Surrogate)

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmetrics._src.core import batching, checks, kernels
+from jaxmetrics._src.core.numerics import safe_divide
 from jaxmetrics._src.core.options import check_option
 from jaxmetrics._src.core.typing import Array, ArrayLike, Surrogate, options_of
 from jaxmetrics._src.losses.pair_sums import hinge_pairs, row_sums
@@ -25,7 +26,6 @@ from jaxmetrics._src.losses.soft import (
     loss_inputs,
     option_flag,
 )
-from jaxmetrics._src.metrics.counts import safe_divide
 
 _SURROGATES = options_of(Surrogate)
 

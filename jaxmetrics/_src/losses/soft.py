@@ -23,10 +23,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmetrics._src.core import batching, checks, coercion
+from jaxmetrics._src.core.numerics import safe_divide
 from jaxmetrics._src.core.options import check_real
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.metrics import rates as rates_lib
-from jaxmetrics._src.metrics.counts import Counts, safe_divide
+from jaxmetrics._src.metrics.counts import Counts
 
 
 def loss_inputs(

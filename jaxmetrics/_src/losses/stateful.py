@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmetrics._src.core import batching, checks, coercion, kernels
-from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.numerics import float_dtype, safe_divide
 from jaxmetrics._src.core.options import check_count, check_option
 from jaxmetrics._src.core.typing import Array, ArrayLike, Surrogate, options_of
 from jaxmetrics._src.losses.pair_sums import row_sums
@@ -27,7 +27,6 @@ from jaxmetrics._src.losses.ranking import (
     check_state_shape,
 )
 from jaxmetrics._src.losses.soft import check_finite_option, loss_inputs, option_flag
-from jaxmetrics._src.metrics.counts import safe_divide
 
 _SURROGATES = options_of(Surrogate)
 

@@ -12,10 +12,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmetrics._src.core import coercion
-from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.numerics import float_dtype, safe_divide
 from jaxmetrics._src.core.options import check_option
 from jaxmetrics._src.core.typing import Array, ArrayLike, Kappa, options_of
-from jaxmetrics._src.metrics.counts import Counts, safe_divide
+from jaxmetrics._src.metrics.counts import Counts
 from jaxmetrics._src.metrics.multiclass import check_square, marked
 
 _KAPPA_WEIGHTINGS = options_of(Kappa)

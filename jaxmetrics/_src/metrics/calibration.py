@@ -15,9 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmetrics._src.core import batching, checks, coercion
-from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.numerics import float_dtype, safe_divide
 from jaxmetrics._src.core.typing import Array, ArrayLike
-from jaxmetrics._src.metrics.counts import safe_divide
 
 # ----------------------------------------------------------------------------- inputs
 

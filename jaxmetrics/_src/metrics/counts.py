@@ -1,8 +1,8 @@
-"""Confusion counts: the `Counts` tuple, the counting kernel and the one division helper.
+"""Confusion counts: the `Counts` tuple, and the counting kernel.
 
 `Counts` is the one currency of the library: thresholded metrics, curves, threshold choice and the
 soft surrogates all produce or consume it; the rates read off it live in `rates`. Every division
-goes through `safe_divide`, so undefined values behave the same everywhere.
+goes through `numerics.safe_divide`, so undefined values behave the same everywhere.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmetrics._src.core import batching, checks, coercion, sorting, validation
-from jaxmetrics._src.core.numerics import safe_divide as safe_divide  # used as counts.safe_divide
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.mesh import recipe
 

@@ -21,10 +21,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmetrics._src.core import batching, checks, coercion, sorting
-from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.numerics import float_dtype, safe_divide
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.mesh import recipe
-from jaxmetrics._src.metrics.counts import safe_divide
 
 
 class _AtOrAbove(NamedTuple):

@@ -14,11 +14,11 @@ from typing import NamedTuple
 import jax.numpy as jnp
 
 from jaxmetrics._src.core import batching, checks, coercion, sorting
-from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.numerics import float_dtype, safe_divide
 from jaxmetrics._src.core.options import check_count
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.metrics import rates as rates_lib
-from jaxmetrics._src.metrics.counts import Counts, safe_divide
+from jaxmetrics._src.metrics.counts import Counts
 
 
 def class_indices(values: ArrayLike, name: str, num_classes: int) -> tuple[Array, Array]:

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmetrics._src.core import batching, checks, coercion
-from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.numerics import float_dtype, safe_divide
 from jaxmetrics._src.core.options import check_count, check_option
 from jaxmetrics._src.core.typing import (
     Array,
@@ -21,7 +21,6 @@ from jaxmetrics._src.core.typing import (
     options_of,
 )
 from jaxmetrics._src.metrics import ranking
-from jaxmetrics._src.metrics.counts import safe_divide
 from jaxmetrics._src.metrics.multiclass import class_indices
 
 _MULTI_CLASS = options_of(MultiClass)

@@ -22,10 +22,9 @@ import numpy as np
 
 from jaxmetrics._src.core import checks, coercion, exact_order, sorting
 from jaxmetrics._src.core.floors import check_level, meets_floor, split_level
-from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.numerics import float_dtype, safe_divide
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.mesh import recipe
-from jaxmetrics._src.metrics.counts import safe_divide
 from jaxmetrics._src.stats.bootstrap import bootstrap
 
 

@@ -15,10 +15,10 @@ from typing import Any
 import jax.numpy as jnp
 
 from jaxmetrics._src.core import kernels
-from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.numerics import float_dtype, safe_divide
 from jaxmetrics._src.core.options import check_option, check_real
 from jaxmetrics._src.core.typing import Array, Average, options_of
-from jaxmetrics._src.metrics.counts import Counts, safe_divide
+from jaxmetrics._src.metrics.counts import Counts
 
 _AVERAGES = options_of(Average)
 

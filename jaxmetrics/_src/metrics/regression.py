@@ -10,8 +10,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxmetrics._src.core import batching, checks, coercion
+from jaxmetrics._src.core.numerics import safe_divide
 from jaxmetrics._src.core.typing import Array, ArrayLike
-from jaxmetrics._src.metrics.counts import safe_divide
 
 
 def _regression_inputs(

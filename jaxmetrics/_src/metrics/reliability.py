@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmetrics._src.core import batching, checks, kernels, sorting
-from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.numerics import float_dtype, safe_divide
 from jaxmetrics._src.core.options import check_count, check_option
 from jaxmetrics._src.core.typing import (
     Array,
@@ -32,7 +32,6 @@ from jaxmetrics._src.core.typing import (
     options_of,
 )
 from jaxmetrics._src.metrics.calibration import any_flagged, probability_inputs
-from jaxmetrics._src.metrics.counts import safe_divide
 from jaxmetrics._src.stats import intervals
 
 # ----------------------------------------------------------------------------- binning

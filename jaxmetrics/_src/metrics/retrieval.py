@@ -17,10 +17,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmetrics._src.core import batching, checks, coercion, numerics, options
+from jaxmetrics._src.core.numerics import safe_divide
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.mesh import recipe
 from jaxmetrics._src.metrics import retrieval_ties
-from jaxmetrics._src.metrics.counts import safe_divide
 
 
 @recipe.order_only

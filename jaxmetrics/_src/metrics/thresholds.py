@@ -19,11 +19,10 @@ import numpy as np
 
 from jaxmetrics._src.core import sorting
 from jaxmetrics._src.core.floors import check_level, meets_floor, split_level
-from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.numerics import float_dtype, safe_divide
 from jaxmetrics._src.core.options import check_real
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.mesh import recipe
-from jaxmetrics._src.metrics.counts import safe_divide
 
 
 class ThresholdChoice(NamedTuple):

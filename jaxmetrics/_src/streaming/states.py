@@ -61,13 +61,13 @@ import numpy as np
 from jax.typing import DTypeLike
 
 from jaxmetrics._src.core import batching, checks, coercion
-from jaxmetrics._src.core.numerics import float_dtype
+from jaxmetrics._src.core.numerics import float_dtype, safe_divide
 from jaxmetrics._src.core.options import check_count
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.metrics import counts as counts_lib
 from jaxmetrics._src.metrics import multiclass
 from jaxmetrics._src.metrics import rates as rates_lib
-from jaxmetrics._src.metrics.counts import Counts, safe_divide
+from jaxmetrics._src.metrics.counts import Counts
 from jaxmetrics._src.streaming.base import (
     accumulate,
     add_states,
