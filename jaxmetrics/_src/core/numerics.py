@@ -30,7 +30,7 @@ def safe_divide(
     .. math:: \mathrm{safe\_divide}(a, b) = \begin{cases} a / b & b \ne 0 \\
               \mathrm{zero\_division} & b = 0 \end{cases}
 
-    Conventions: any numerator over a zero denominator gives `zero_division`, never ``inf``. The
+    Any numerator over a zero denominator gives `zero_division`, never ``inf``. The
     result is float32 (float64 when `jax_enable_x64` is on) and a true, correctly rounded
     division, not a product with a reciprocal, so it is exact wherever the ratio is
     representable (``41 / 41`` is exactly 1 and an ROC curve ends at exactly (1, 1)).

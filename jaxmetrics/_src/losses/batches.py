@@ -32,7 +32,7 @@ def balanced_batches(
     ``P mod p`` of each permutation are skipped, so no batch holds a positive twice (with
     P < p, batches take whole permutations). For SOAP and AUC losses (LibAUC's DualSampler).
 
-    Conventions: the result is a function of `key` and `labels` alone (`jax.random`): pass
+    The result is a function of `key` and `labels` alone (`jax.random`): pass
     ``jax.random.fold_in(key, epoch)`` for a new epoch. `labels` must be concrete (the number
     of batches depends on them). `positive_fraction` outside (0, 1), or one that leaves no
     positive or no negative in a batch, raises `ValueError`; so do labels outside {0, 1}, no

@@ -118,13 +118,13 @@ def approx_ndcg_loss(
     over the present items of the query, with tau the temperature and IDCG the exact ideal
     DCG, ``sum_p rel_(p) / log2(1 + p)`` over the relevance sorted in descending order.
 
-    Conventions: no cut-off `k`. The relaxed rank has no smooth counterpart of "place <= k"
+    No cut-off `k`. The relaxed rank has no smooth counterpart of "place <= k"
     that stays faithful to NDCG@k (a sigmoid of the relaxed rank adds a second temperature and
     vanishing gradients below the cut), so the loss uses the whole list; evaluate with
     ``jm.ndcg(..., k=k)``. Tied scores count each other one half, at any temperature. A query
     whose present items all have relevance 0 (IDCG = 0, NDCG undefined) has loss 0 with zero
     gradient. Pairs are summed in blocks of rows (bounded memory). A temperature that is not
-    > 0 and finite raises `ValueError` (NaN when traced); bad input as in the module docstring.
+    > 0 and finite raises `ValueError`. Bad input and traced options: docs/conventions.md.
 
     Args:
       scores: ``[*batch, Q, m]`` real scores of the m items of each query, larger ranked first.
@@ -178,10 +178,10 @@ def listnet_loss(
     the grades. Its minimum is the entropy of the target (0 with one relevant item), reached
     as the scores' softmax approaches it.
 
-    Conventions: a query whose present items all have relevance 0 has loss 0 with zero
+    A query whose present items all have relevance 0 has loss 0 with zero
     gradient. Absent items (mask 0) are out of both the softmax and the target. A temperature
-    that is not > 0 and finite raises `ValueError` (NaN when traced); bad input as in the module
-    docstring.
+    that is not > 0 and finite raises `ValueError`. Bad input and traced options:
+    docs/conventions.md.
 
     Args:
       scores: ``[*batch, Q, m]`` real scores of the m items of each query, larger ranked first.

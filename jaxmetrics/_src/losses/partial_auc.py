@@ -266,7 +266,7 @@ def partial_auc_loss(
     and the surrogate l of `pairwise_auc_loss`: "logistic" ``softplus(-d)``, "hinge"
     ``max(0, m - d)``, "squared_hinge" ``max(0, m - d)^2``, "sigmoid" ``sigmoid(-d)``.
 
-    Conventions: "cvar" ties at the cut-off share it: a tie group straddling it keeps the same part
+    "cvar" ties at the cut-off share it: a tie group straddling it keeps the same part
     of each member's weight (so the pairs' weights sum to W_+ K); the selection carries no gradient.
     K is rounded in the logits' float type (past 2^22 negatives in float32 it may be one off).
     ``max_fpr=1`` is `pairwise_auc_loss`. "cvar" with the hinge family is exact in O(n log n) from
@@ -278,9 +278,7 @@ def partial_auc_loss(
     the hardest negative per positive (tau -> 0) to `pairwise_auc_loss` (tau -> inf). Without
     pairs (one class in the batch) the loss is 0, with zero gradient. Unknown `surrogate` or
     `method` raise `ValueError`; so do `max_fpr` outside (0, 1], a `temperature` that is not > 0
-    and finite and a non-finite `margin`, which may be traced (a schedule under `jax.jit`: then
-    the loss is NaN). NaN or infinite logits, labels outside {0, 1} and negative or non-finite
-    weights raise `ValueError` eagerly; under `jax.jit` or `jax.grad` that element's loss is NaN.
+    and finite and a non-finite `margin`. Bad input and traced options: docs/conventions.md.
 
     Args:
       logits: ``[*batch, n]`` real scores.
@@ -360,14 +358,14 @@ def two_way_partial_auc_loss(
     temperatures equal to tau; it is then tau log of the weighted mean of ``exp(l / tau)`` over
     all pairs).
 
-    Conventions: as `partial_auc_loss` (ties at each cut-off share it, no gradient through the
+    As `partial_auc_loss` (ties at each cut-off share it, no gradient through the
     selection, O(n log n) without a pair array for "cvar" with the hinge family, O(n^2) in blocks of
     rows otherwise; 0 with zero gradient without pairs). ``min_tpr=0`` is `partial_auc_loss`. "kl"
     does not use `min_tpr` and `max_fpr` (checked only): the temperature sets the focus, towards the
     hardest pair as tau -> 0 and `pairwise_auc_loss` as tau -> inf. `min_tpr` outside [0, 1),
     `max_fpr` outside (0, 1], an unknown `surrogate` or `method`, a `temperature` that is not > 0
-    and finite and a non-finite `margin` raise `ValueError` (the float options may be traced:
-    then the loss is NaN); bad values as `partial_auc_loss`.
+    and finite and a non-finite `margin` raise `ValueError`. Bad input and traced options:
+    docs/conventions.md.
 
     Args:
       logits: ``[*batch, n]`` real scores.

@@ -50,14 +50,12 @@ def pairwise_auc_loss(
     "squared_hinge" ``max(0, m - d)^2``, "sigmoid" ``sigmoid(-d)``; m is `margin`, and W_+,
     W_- the total weights of the two classes.
 
-    Conventions: the hinge family is computed exactly in O(n log n) from sorted suffix moments,
+    The hinge family is computed exactly in O(n log n) from sorted suffix moments,
     with no n+ x n- matrix, and invariant under a shift of the logits (they are centred first);
     "logistic" and "sigmoid" sum the pairs in blocks of rows, in O(n+ n) time and O(256 n)
     memory. Without pairs (one class in the batch) the loss is 0, with zero gradient. An
-    unknown `surrogate` raises `ValueError`; so does a non-finite `margin` (which may be
-    traced: then the loss is NaN). NaN or infinite logits, labels outside {0, 1} and negative or
-    non-finite weights raise `ValueError` eagerly; under `jax.jit` or `jax.grad` the loss of that
-    batch element is NaN.
+    unknown `surrogate` or a non-finite `margin` raises `ValueError`.
+    Bad input and traced options: docs/conventions.md.
 
     Args:
       logits: ``[*batch, n]`` real scores.
@@ -130,12 +128,10 @@ def auc_margin_loss(
     with h the scores, the means and (population) variances taken over each class with the
     sample weights, and m the margin.
 
-    Conventions: use scores in [0, 1] (the paper's sigmoid outputs; margin 1.0 by default),
+    Use scores in [0, 1] (the paper's sigmoid outputs; margin 1.0 by default),
     which are not checked. A batch with one class present has no margin term: the loss is the
-    variance of the class that is there. A non-finite `margin` raises `ValueError` (NaN when
-    traced). NaN or infinite `probs`, labels outside {0, 1} and negative or non-finite weights
-    raise `ValueError` eagerly (naming `probs`); under `jax.jit` or `jax.grad` the loss of that
-    batch element is NaN.
+    variance of the class that is there. A non-finite `margin` raises `ValueError`.
+    Bad input and traced options: docs/conventions.md.
 
     Args:
       probs: ``[*batch, n]`` scores, e.g. ``jax.nn.sigmoid(logits)``.
@@ -242,9 +238,9 @@ def auc_margin_objective(
         state = AucMarginState(state.a - lr * grads[1].a, state.b - lr * grads[1].b,
                                jnp.maximum(0.0, state.alpha + lr * grads[1].alpha))
 
-    Conventions: a class absent from the batch contributes 0 to its mean terms. A state field
-    that does not broadcast to the batch shape ``[*batch]`` raises `ValueError`. Bad input and
-    `margin` as `auc_margin_loss`: `ValueError` eagerly (naming `probs`), NaN under `jax.jit`.
+    A class absent from the batch contributes 0 to its mean terms. A state field
+    that does not broadcast to the batch shape ``[*batch]`` raises `ValueError`. `margin` as
+    `auc_margin_loss`. Bad input and traced options: docs/conventions.md.
 
     Args:
       probs: ``[*batch, n]`` scores in [0, 1], e.g. ``jax.nn.sigmoid(logits)``.
@@ -309,11 +305,10 @@ def smooth_ap_loss(
 
     with tau the temperature and W_+ the total weight of the positives.
 
-    Conventions: tied scores count each other one half, at any temperature. A batch without
+    Tied scores count each other one half, at any temperature. A batch without
     positives gives 0. Pairs are summed in blocks of rows (bounded memory). A temperature that
-    is not > 0 and finite raises `ValueError` (NaN when traced). NaN or infinite logits, labels
-    outside {0, 1} and negative or non-finite weights raise `ValueError` eagerly; under
-    `jax.jit` or `jax.grad` the loss of that batch element is NaN.
+    is not > 0 and finite raises `ValueError`. Bad input and traced options:
+    docs/conventions.md.
 
     Args:
       logits: ``[*batch, n]`` real scores.
@@ -380,10 +375,8 @@ def recall_at_precision_objective(
     with alpha = `min_precision` and lambda = `multiplier`, explicit state: descend on the
     model, ascend on lambda (its gradient is the constraint violation) and clip it at 0.
 
-    Conventions: a batch without positives gives 0. `min_precision` outside (0, 1) raises
-    `ValueError` (NaN when traced). NaN or infinite logits, labels outside {0, 1} and negative
-    or non-finite weights raise `ValueError` eagerly; under `jax.jit` or `jax.grad` the value of
-    that batch element is NaN.
+    A batch without positives gives 0. `min_precision` outside (0, 1) raises
+    `ValueError`. Bad input and traced options: docs/conventions.md.
 
     Args:
       logits: ``[*batch, n]`` real scores, the decision threshold at 0.

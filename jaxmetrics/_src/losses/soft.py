@@ -108,11 +108,9 @@ def soft_counts(
 
     with ``sigma_i = sigmoid((s_i - threshold) / T)``.
 
-    Conventions: a logit exactly at the threshold counts one half, at any temperature. A
-    temperature that is not > 0 and finite, or a non-finite threshold, raises `ValueError`
-    (both may be traced: then the counts are NaN). NaN or infinite logits, labels outside
-    {0, 1} and negative or non-finite weights raise `ValueError` eagerly; under `jax.jit` or
-    `jax.grad` the counts of that batch element are NaN.
+    A logit exactly at the threshold counts one half, at any temperature. A
+    temperature that is not > 0 and finite, or a non-finite threshold, raises `ValueError`.
+    Bad input and traced options (NaN counts): docs/conventions.md.
 
     Args:
       logits: ``[*batch, n]`` real scores.
@@ -162,11 +160,11 @@ def soft_f_beta_loss(
 
     with the counts of `soft_counts`.
 
-    Conventions: a batch without positives has TP = FN = 0, so the loss is 1 while any alarm
+    A batch without positives has TP = FN = 0, so the loss is 1 while any alarm
     is raised, with the gradient pushing the alarms down; it is 0 only in the limit of none
     (the hard metric's 0/0, which scikit-learn sets by `zero_division`). A negative or NaN
-    `beta` raises `ValueError` (NaN when traced). Bad input, `temperature` and `threshold` as
-    `soft_counts`: `ValueError` eagerly, NaN under `jax.jit`.
+    `beta` raises `ValueError`; `temperature` and `threshold` as `soft_counts`. Bad input and
+    traced options: docs/conventions.md.
 
     Args:
       logits: ``[*batch, n]`` real scores.
@@ -215,8 +213,8 @@ def soft_precision(
 
     .. math:: \mathrm{precision} = \frac{TP}{TP + FP}
 
-    Conventions: 0/0 (no soft alarm at all, only in the limit) gives NaN. Bad input and
-    `temperature` as `soft_counts`: `ValueError` eagerly, NaN under `jax.jit`.
+    0/0 (no soft alarm at all, only in the limit) gives NaN. Bad input and
+    options as `soft_counts`.
 
     Args:
       logits: ``[*batch, n]`` real scores.
@@ -253,8 +251,7 @@ def soft_recall(
 
     .. math:: \mathrm{recall} = \frac{TP}{TP + FN}
 
-    Conventions: a batch without positives gives NaN. Bad input and `temperature` as
-    `soft_counts`: `ValueError` eagerly, NaN under `jax.jit`.
+    A batch without positives gives NaN. Bad input and options as `soft_counts`.
 
     Args:
       logits: ``[*batch, n]`` real scores.

@@ -180,7 +180,7 @@ class SoapLoss:
         l is a surrogate of `pairwise_auc_loss` at d = s_i - s_j. LibAUC applies SOAP to
         ``sigmoid(logits)`` with a margin near 1; pass those as `logits` to do the same.
 
-        Conventions: `ids[i]` is read only where ``labels[i] == 1`` and the weight is > 0: the
+        `ids[i]` is read only where ``labels[i] == 1`` and the weight is > 0: the
         positive's index in ``[0, num_positives)``, distinct within the batch (``np.cumsum(y)
         - 1`` numbers the positives of a training set y); elsewhere any integer, e.g. -1. Only
         those entries of the state change. A batch without positives gives 0 with zero
@@ -275,13 +275,11 @@ def compositional_auc_loss(
     per logit (positive for eta < 4). Train as `auc_margin_objective`: descend on the model,
     ``state.a`` and ``state.b``, ascend on ``state.alpha`` and clip it at 0.
 
-    Conventions: ``inner_learning_rate=0`` is ``auc_margin_objective(sigmoid(logits), ...)``.
+    ``inner_learning_rate=0`` is ``auc_margin_objective(sigmoid(logits), ...)``.
     The step ignores the weights (a zero-weight sample takes no part anyway). A class absent
     from the batch contributes 0 to its terms. A negative or non-finite `inner_learning_rate`
-    and a non-finite `margin` raise `ValueError` (both may be traced: then the value is NaN); so
-    does a state field that does not broadcast to the batch shape ``[*batch]``. NaN or infinite
-    logits, labels outside {0, 1} and negative or non-finite weights raise `ValueError` eagerly;
-    under `jax.jit` the value is NaN.
+    and a non-finite `margin` raise `ValueError`; so does a state field that does not broadcast
+    to the batch shape ``[*batch]``. Bad input and traced options: docs/conventions.md.
 
     Args:
       logits: ``[*batch, n]`` real scores.
@@ -343,11 +341,11 @@ def multilabel_auc_margin_loss(
     ascend on ``state.alpha`` and clip it at 0, all per label. For a multiclass problem with
     one-hot labels ``Y [n, L]`` and ``P = softmax(logits) [n, L]``, pass ``P.T`` and ``Y.T``.
 
-    Conventions: labels on the second-to-last axis, samples on the last (transpose a model's
+    Labels on the second-to-last axis, samples on the last (transpose a model's
     ``[n, L]`` output). Every label counts equally; a label with one class in the batch
-    contributes the terms of the class that is there. Bad input and `margin` as
-    `auc_margin_objective`: `ValueError` eagerly (naming `probs`), NaN under `jax.jit`; a state
-    whose fields do not broadcast to ``[*batch, L]`` raises `ValueError`.
+    contributes the terms of the class that is there. `margin` as `auc_margin_objective`; a
+    state whose fields do not broadcast to ``[*batch, L]`` raises `ValueError`. Bad input and
+    traced options: docs/conventions.md.
 
     Args:
       probs: ``[*batch, L, n]`` scores in [0, 1], e.g. ``jax.nn.sigmoid(logits)``.

@@ -253,7 +253,7 @@ def bootstrap(
     with :math:`\hat\theta_{(i)}` the metric with sample i left out (weight 0) and
     :math:`\bar\theta_{(\cdot)}` their mean: BCa costs n more evaluations of the metric.
 
-    Conventions: the estimate is the metric on the full data (every weight 1). Resamples where
+    The estimate is the metric on the full data (every weight 1). Resamples where
     the metric is NaN (e.g. one class drawn) are counted in `num_undefined` and left out of
     `low`, `high` and `standard_error`. The same key gives the same resamples, whatever
     `chunk_size` or `mesh`. A metric without a `sample_weight` keyword, bad options, a `key`
@@ -265,12 +265,10 @@ def bootstrap(
     lie on one side of the estimate (z0 infinite: a biased metric such as the ECE near 0) or
     whose estimate is NaN gets the percentile interval, and one with no defined resample stays
     NaN (as with "percentile"), each with a `RuntimeWarning` naming the cause (eagerly; under
-    `jax.jit` silently).
-    Precision: for the ranking metrics that depend on the order of the scores only
-    (`roc_auc`, `average_precision`, `precision_at_k`, the retrieval metrics, also behind
-    `functools.partial`), float64 and large-integer scores (the first array) are replaced by
-    exact order keys, as eager calls of these metrics do (README, "Precision rules"); other
-    metrics see the arrays as JAX makes them.
+    `jax.jit` silently). Order-only ranking metrics (`roc_auc`, `average_precision`,
+    `precision_at_k`, the retrieval metrics, also behind `functools.partial`) rank float64 and
+    large-integer scores (the first array) exactly, as eagerly; other metrics see the arrays as
+    JAX makes them. Precision rules: docs/conventions.md.
 
     Args:
       metric: a function of `*arrays` and a keyword `sample_weight`, returning an array.

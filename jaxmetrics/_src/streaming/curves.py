@@ -67,17 +67,12 @@ class BinnedCurve:
     ``jaxmetrics.roc_auc(scores, labels)`` on a grid holding every score;
     ``result["roc_auc"].mean()`` is ``average="macro"`` (NaN when a label is undefined).
 
-    Conventions: predicted positive iff ``score >= threshold``; tied scores share a bin. With
-    one class only, the AUC, its bound and the AP are NaN. A score and a threshold are compared
-    in the scores' precision, the same eagerly and under `jax.jit` (`jaxmetrics.streaming`,
-    "Precision"): float64 for float64 scores called eagerly or with x64 on, float32 for float32
-    scores. Given thresholds are kept as given, in float64, an equally spaced grid is made of
+    Tied scores share a bin. With one class only, the AUC, its bound and the AP
+    are NaN. Given thresholds are kept as given, in float64, an equally spaced grid is made of
     float32 values, and ``tp`` and ``fp`` equal ``confusion_counts(scores, labels, thresholds)``
-    with the thresholds in that precision. Bad values in `update` raise
-    `ValueError` eagerly; under `jax.jit` the batch is not added but counted in
-    ``num_bad_batches``, and `compute` is then NaN throughout (the thresholds excepted). A
-    multilabel state does this label by label: a bad score or label in row l refuses and
-    poisons label l only; a bad shared ``[n]`` weight belongs to every label's batch.
+    with the thresholds in the scores' precision. After a bad batch `compute` is NaN throughout,
+    the thresholds excepted. Bad batches (``num_bad_batches``), thresholds and precision:
+    docs/conventions.md.
 
     Attributes:
       tp: ``[T]`` (``[L, T]``) positives (summed weights) scoring ``>= thresholds[k]``.

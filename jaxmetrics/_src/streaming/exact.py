@@ -52,19 +52,15 @@ class ExactCurve:
     ``jaxmetrics.roc_auc(scores, labels)`` and ``jaxmetrics.average_precision(scores,
     labels)`` on the samples stored, and ``result["roc_auc"].mean()`` is ``average="macro"``.
 
-    Conventions: the scores are stored exactly, as the values `update` receives, in every
+    The scores are stored exactly, as the values `update` receives, in every
     precision: eagerly, float64 scores keep their float64 values even with x64 off (so `compute`
     equals ``jaxmetrics.roc_auc`` of them, called eagerly; integers are kept as their float64
-    values); under `jax.jit` the scores are what JAX made them (float32 unless x64 is on). Each
-    is kept as a 64-bit order key (two uint32 words), so the buffer's type never depends on the
-    scores'. With `compute`'s `axis_name`, the devices' samples are ranked together in the
-    results' float type (float32 unless x64 is on). When more samples arrive than fit, the
-    extra ones are dropped and ``overflowed`` is set; `compute` then gives NaN metrics rather
-    than a number computed on part of the data. Bad values in `update` raise `ValueError`
-    eagerly; under `jax.jit` the batch is not stored but counted in ``num_bad_batches``, which
-    also makes `compute` NaN. A multilabel state does this label by label: a bad score or label
-    in row l refuses and poisons label l only; a bad shared ``[n]`` weight belongs to every
-    label's batch.
+    values). Each is kept as a 64-bit order key (two uint32 words), so the buffer's type never
+    depends on the scores'. With `compute`'s `axis_name`, the devices' samples are ranked
+    together in the results' float type (float32 unless x64 is on). When more samples arrive
+    than fit, the extra ones are dropped and ``overflowed`` is set; `compute` then gives NaN
+    metrics rather than a number computed on part of the data. Bad batches
+    (``num_bad_batches``) and precision under `jax.jit`: docs/conventions.md.
 
     Attributes:
       keys: uint32 ``[capacity, 2]`` (``[L, capacity, 2]``), each stored score as the high and

@@ -109,17 +109,11 @@ class ConfusionState:
     ``jaxmetrics.confusion_counts(scores, labels, thresholds)``. `compute` gives ``[L, T]``
     rates; ``result["f1"].mean(0)`` is the macro F1 at each threshold.
 
-    Conventions: undefined rates are NaN. Integer counts (the default) take whole weights
+    Undefined rates are NaN. Integer counts (the default) take whole weights
     only, exactly; fractional weights need float counts (``dtype=jnp.float32``), never
-    truncated.
-    A score and a threshold are compared in the scores' precision, the same eagerly and under
-    `jax.jit` (`jaxmetrics.streaming`, "Precision"): float64 for float64 scores called eagerly
-    or with x64 on, float32 for float32 scores; the counts equal ``confusion_counts(scores,
-    labels, thresholds)`` with the thresholds (kept as given, in float64) in that precision.
-    Bad values in `update` raise `ValueError` eagerly; under `jax.jit` the batch is not added
-    but counted in ``num_bad_batches``, and `compute` is then NaN throughout (the support -1).
-    A multilabel state does this label by label: a bad score or label in row l refuses and
-    poisons label l only; a bad shared ``[n]`` weight belongs to every label's batch.
+    truncated. The counts equal ``confusion_counts(scores, labels, thresholds)``, with the
+    thresholds (kept as given, in float64) in the scores' precision.
+    Bad batches (``num_bad_batches``) and precision: docs/conventions.md.
 
     Attributes:
       counts: binary, `Counts` of shape ``[T]`` (``[L, T]`` multilabel); multiclass, the
@@ -279,9 +273,9 @@ class Mean:
 
     .. math:: \bar v = \frac{\sum_i w_i v_i}{\sum_i w_i}
 
-    Conventions: with no weight seen the mean is NaN. Non-finite values and negative or
-    non-finite weights raise `ValueError` eagerly; under `jax.jit` they make the total NaN,
-    which survives every later update and merge.
+    With no weight seen the mean is NaN. Non-finite values and negative or
+    non-finite weights raise `ValueError` eagerly; under `jax.jit` they make the total NaN
+    (no ``num_bad_batches`` here), which survives every later update and merge.
 
     Attributes:
       total: the weighted sum of the values (float32, float64 under x64).
