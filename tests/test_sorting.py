@@ -186,3 +186,20 @@ def test_rank_and_count_kernel_carries_labels_from_its_threshold():
     np.testing.assert_array_equal(start, np.searchsorted(ordered, ordered, "left"))
     np.testing.assert_array_equal(stop, np.searchsorted(ordered, ordered, "right"))
     np.testing.assert_array_equal(positive, np.concatenate([[0], np.cumsum(labels[order])]))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+def test_key_sort_orders_as_a_stable_float_sort(rng, dtype, request):
+    # oracle: numpy's stable argsort of the float64 values, -0.0 and +0.0 equal
+    if dtype == "float64":
+        request.getfixturevalue("x64")
+    values = np.concatenate([rng.integers(-4, 5, 40) / 4, rng.normal(size=40) * 1e3])
+    values[:6] = [-0.0, 0.0, np.inf, -np.inf, -0.0, 0.0]
+    scores = jnp.asarray(values, dtype)
+    widened = np.asarray(scores.astype(jnp.float32 if dtype != "float64" else jnp.float64))
+    keys, order = jax.jit(sorting.key_sort)(scores)
+    assert keys.dtype == (jnp.uint64 if dtype == "float64" else jnp.uint32)
+    assert order.dtype == jnp.int32
+    np.testing.assert_array_equal(order, np.argsort(widened, kind="stable"))
+    ordered = widened[np.asarray(order)]
+    np.testing.assert_array_equal(keys[1:] == keys[:-1], ordered[1:] == ordered[:-1])

@@ -102,9 +102,38 @@ host_kernels.register("rank", lambda: _rank_into)
 host_kernels.register("rank_and_count", lambda: _rank_and_count_into)
 
 
+def unsigned_keys(scores: Array) -> Array:
+    """An unsigned integer image of float `scores` with their order: uint32 (uint64 for float64).
+
+    The sign bit is set on non-negative floats and every bit inverted on negative ones, so a
+    plain unsigned compare orders the keys as the floats; -0.0 is folded into +0.0 (equal keys
+    for equal scores). bfloat16 and float16 widen to float32 first. NaN must be handled before.
+    """
+    if scores.dtype != jnp.float64:
+        scores = scores.astype(jnp.float32)
+    unsigned = jnp.uint64 if scores.dtype == jnp.float64 else jnp.uint32
+    scores = jnp.where(scores == 0, jnp.zeros_like(scores), scores)
+    bits = jax.lax.bitcast_convert_type(scores, unsigned)
+    sign = jnp.array(1 << (8 * bits.dtype.itemsize - 1), unsigned)
+    return jnp.where(bits & sign, ~bits, bits | sign)
+
+
+def key_sort(scores: Array) -> tuple[Array, Array]:
+    """(ascending `unsigned_keys` of float `scores`, int32 permutation) along the last axis.
+
+    The one device sort of float scores: a stable sort of one unsigned key carrying an int32
+    index, whose comparator is a single compare, the form XLA's GPU sort rewriter hands to CUB's
+    radix sort (a float key's NaN-aware comparator keeps it on XLA's comparison sort).
+    """
+    keys = unsigned_keys(scores)
+    axis = scores.ndim - 1
+    index = jax.lax.broadcasted_iota(jnp.int32, keys.shape, axis)
+    keys, order = jax.lax.sort((keys, index), dimension=axis, num_keys=1, is_stable=True)
+    return keys, order
+
+
 def _device_rank(scores: Array) -> tuple[Array, Array, Array]:
-    order = jnp.argsort(scores, axis=-1).astype(jnp.int32)
-    ordered = jnp.take_along_axis(scores, order, axis=-1)
+    ordered, order = key_sort(scores)  # equal keys are equal scores: the tie groups
     n = scores.shape[-1]
     axis = scores.ndim - 1
     is_end = jnp.concatenate(

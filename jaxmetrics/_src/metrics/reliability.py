@@ -108,7 +108,7 @@ def _quantile_levels(num_bins: int) -> np.ndarray:
 def _weighted_percentiles(values, weights, levels, xp):
     """`np.percentile(values, levels)` (linear) of the sample in which each value is repeated
     its weight times (fractional weights extend it), for one 1-D vector; `xp` is np or jnp."""
-    order = xp.argsort(values)
+    order = np.argsort(values) if xp is np else sorting.key_sort(values)[1]
     ordered = values[order]
     counts = xp.cumsum(weights[order].astype(ordered.dtype))
     position = (counts[-1] - 1) * (xp.asarray(levels, ordered.dtype) / 100)

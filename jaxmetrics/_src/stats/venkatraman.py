@@ -55,6 +55,8 @@ def _evaluated(statistic_of, num_permutations: int, num_samples: int) -> tuple[A
 
 def _first_ranks(scores: Array) -> Array:
     """0-based ranks, ties broken by sample order (R's ``rank(ties.method = "first")``)."""
+    if jnp.issubdtype(scores.dtype, jnp.floating):  # stable: ties keep the sample order
+        return _inverse(sorting.key_sort(scores)[1])
     index = jnp.arange(scores.shape[0], dtype=jnp.int32)
     order = jax.lax.sort((scores, index), num_keys=1, is_stable=True)[1]
     return _inverse(order)
