@@ -335,8 +335,30 @@ def _first_meeting(true_negatives: Array, n: Array, levels: Array) -> Array:
 
 @dataclasses.dataclass(frozen=True)
 class SensitivitiesAt:
-    """``metric(scores, labels[, weights], sample_weight=w)`` for `bootstrap`: hashable by value,
-    so a second `roc_band` with the same floors reuses the compiled resampling loop."""
+    """The sensitivity at each of several specificity floors, from one sort: a metric for
+    `bootstrap` (what `roc_band` resamples).
+
+    ``SensitivitiesAt(levels)(scores, labels, sample_weight=w)`` gives, for each floor,
+    `sensitivity_at_specificity`'s value (the most sensitive operating point whose specificity
+    meets the floor, compared exactly; no interpolation). Hashable by value, so a second
+    bootstrap with the same floors reuses the compiled resampling loop. An optional third
+    positional array multiplies `sample_weight` (the user's weights times a resample's counts).
+
+    Attributes:
+      levels: the specificity floors, a tuple of numbers in [0, 1].
+
+    Returns (when called):
+      ``[*batch, S]`` the sensitivity at each floor, NaN where a class is absent.
+
+    Examples:
+      >>> import numpy as np
+      >>> import jaxmetrics as jm
+      >>> scores = [0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1]
+      >>> labels = [1, 1, 0, 1, 0, 1, 0, 0]
+      >>> at = jm.SensitivitiesAt((0.5, 0.75, 1.0))
+      >>> np.asarray(at(scores, labels, sample_weight=np.ones(8))).tolist()
+      [1.0, 0.75, 0.5]
+    """
 
     levels: tuple[float, ...]
 
