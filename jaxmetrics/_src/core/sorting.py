@@ -8,7 +8,7 @@ labels into the host sort and returns their prefix sum with it: one callback, an
 each array between XLA and numpy; score vectors shared by several label vectors are still
 sorted once.)
 
-Layout (1-D kernels; callers lift them over batch axes with ``validation.map_batch``):
+Layout (1-D kernels; callers lift them over batch axes with ``batching.map_batch``):
 
 * ``Ranked.scores[i]`` is the i-th smallest score;
 * the tie group of position i is ``[group_start[i], group_stop[i])``: tied scores always move
@@ -152,7 +152,7 @@ def _flush(scores: Array) -> Array:
     -0.0 and +0.0 compare equal and must land in one tie group. Subnormals are flushed to zero
     explicitly: XLA's CPU backend already treats them as zero in every comparison, and the sort
     must see the same values or its groups disagree with XLA's searches. (Concrete inputs with
-    subnormals never get here: `validation.order_keys` encodes them.)
+    subnormals never get here: `exact_order.order_keys` encodes them.)
     """
     tiny = jnp.finfo(scores.dtype).tiny
     return jnp.where(jnp.abs(scores) < tiny, jnp.zeros_like(scores), scores)

@@ -13,43 +13,13 @@ from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import jax
 import numpy as np
 
 from jaxmetrics._src.core import checks, coercion, exact_order
-
-# Names read as `validation.<name>` by modules being reshaped apart from this one (`mesh`,
-# `metrics.{counts,ranking,curves,partial_auc,retrieval}`, `stats.delong`, `streaming.exact`);
-# new code imports them from their own modules.
-from jaxmetrics._src.core.batching import map_batch as map_batch
-from jaxmetrics._src.core.batching import nan_where as nan_where
-from jaxmetrics._src.core.checks import check_binary_labels as check_binary_labels
-from jaxmetrics._src.core.checks import check_finite as check_finite
-from jaxmetrics._src.core.checks import check_weights as check_weights
-from jaxmetrics._src.core.checks import host_values as host_values
-from jaxmetrics._src.core.checks import is_concrete as is_concrete
-from jaxmetrics._src.core.coercion import as_real_array as as_real_array
-from jaxmetrics._src.core.coercion import as_scores as as_scores
-from jaxmetrics._src.core.coercion import sample_axis_shapes as sample_axis_shapes
-from jaxmetrics._src.core.coercion import to_device as to_device
-from jaxmetrics._src.core.exact_order import ScoreCodec as ScoreCodec
-from jaxmetrics._src.core.exact_order import order_keys as order_keys
-from jaxmetrics._src.core.numerics import float_dtype as float_dtype
-from jaxmetrics._src.core.options import check_count as check_count
-from jaxmetrics._src.core.options import check_option as check_option
-from jaxmetrics._src.core.options import check_real as check_real
 from jaxmetrics._src.core.typing import Array
-
-
-def check_values(
-    values: Any, name: str, is_bad: Callable[[Any], Any], expected: str, *, sample_axes: int = 1
-) -> Any:
-    """`checks.check` of the rule (`is_bad`, `expected`), in the spelling those modules use."""
-    return checks.check(values, name, checks.Rule(is_bad, expected), sample_axes=sample_axes)
-
 
 _ORDER_HINT = (
     "(The scores come first: f(scores, labels), unlike scikit-learn's (y_true, y_score); the "
