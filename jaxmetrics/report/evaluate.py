@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 import jaxmetrics as jm
@@ -51,6 +53,24 @@ def evaluate_data(labels: np.ndarray) -> Data:
     return Data(n, positives, n - positives, prevalence, max(prevalence, 1 - prevalence))
 
 
+@jax.jit
+def _rates(tp, fp, fn, tn) -> tuple[dict[str, Any], Any, Any]:
+    """The rates at some thresholds and the Wilson intervals of recall and precision, in one
+    program (eight eager calls were eight programs to trace, and on a first run to compile)."""
+    counts = jm.Counts(tp, fp, fn, tn)
+    rates = {
+        "accuracy": jm.accuracy(counts),
+        "precision": jm.precision(counts),
+        "recall": jm.recall(counts),
+        "specificity": jm.specificity(counts),
+        "f1": jm.f_beta(counts),
+        "f2": jm.f_beta(counts, beta=2.0),
+    }
+    recall = jnp.stack(jm.wilson_interval(tp, tp + fn))  # tp + fn: never 0
+    precision = jnp.stack(jm.wilson_interval(tp, jnp.maximum(tp + fp, 1)))
+    return rates, recall, precision
+
+
 def evaluate_operating_points(
     scores: np.ndarray, labels: np.ndarray, metadata: Metadata, is_probability: bool
 ) -> tuple[OperatingPoint, ...]:
@@ -67,20 +87,11 @@ def evaluate_operating_points(
             choices.append(("bayes", float(jm.bayes_threshold(cost_fp=cost_fp, cost_fn=cost_fn))))
     thresholds = np.array([t for _, t in choices], np.float64)
     counts = jm.confusion_counts(scores, labels, thresholds)
-    tp, fp, fn, tn = (np.asarray(c).astype(np.int64) for c in counts)
-    rates = {
-        "accuracy": jm.accuracy(counts),
-        "precision": jm.precision(counts),
-        "recall": jm.recall(counts),
-        "specificity": jm.specificity(counts),
-        "f1": jm.f_beta(counts),
-        "f2": jm.f_beta(counts, beta=2.0),
-    }
+    rates, recall_interval, precision_interval = jax.tree.map(np.asarray, _rates(*counts))
     rates = {name: numbers(values) for name, values in rates.items()}
     # numpy from here on: indexing device arrays compiles one small program per shape
-    recall_interval = np.asarray(jm.wilson_interval(tp, tp + fn))  # tp + fn: never 0
+    tp, fp, fn, tn = (np.asarray(c).astype(np.int64) for c in counts)
     predicted = tp + fp
-    precision_interval = np.asarray(jm.wilson_interval(tp, np.maximum(predicted, 1)))
     points = []
     for i, (rule, threshold) in enumerate(choices):
         precision_wilson = (

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -322,15 +323,21 @@ def _first_meeting(true_negatives: Array, n: Array, levels: Array) -> Array:
     exactly, `meets_floor`): the running maximum rises, so the misses are a prefix and a binary
     search finds its end in log2(m) steps, S gathers each (not S * m comparisons)."""
     m = true_negatives.shape[0]
-    low = jnp.zeros(levels.shape[0], jnp.int32)
-    high = jnp.full(levels.shape[0], m, jnp.int32)
-    for _ in range(m.bit_length()):  # the answer lies in [low, high]; the gap halves each step
+
+    def halve(_, bounds: tuple[Array, Array]) -> tuple[Array, Array]:
+        low, high = bounds  # the answer lies in [low, high]; the gap halves each step
         middle = (low + high) // 2
         meets = meets_floor(true_negatives[middle], n, (levels[:, 0], levels[:, 1]))
         searching = low < high
-        high = jnp.where(searching & meets, middle, high)
-        low = jnp.where(searching & ~meets, middle + 1, low)
-    return low
+        return jnp.where(searching & ~meets, middle + 1, low), jnp.where(
+            searching & meets, middle, high
+        )
+
+    # a compiled loop, not an unrolled one: 13 unrolled steps at m = 4001 were most of the
+    # report's bootstrap compilation (2.1 s of 2.4 s on CPU)
+    low = jnp.zeros(levels.shape[0], jnp.int32)
+    high = jnp.full(levels.shape[0], m, jnp.int32)
+    return jax.lax.fori_loop(0, m.bit_length(), halve, (low, high))[0]
 
 
 @dataclasses.dataclass(frozen=True)
