@@ -321,23 +321,18 @@ def _band_kernel(scores: Array, labels: Array, weights: Array | None, levels: Ar
 def _first_meeting(true_negatives: Array, n: Array, levels: Array) -> Array:
     """For each of the S floors, the number of positions whose specificity misses it (compared
     exactly, `meets_floor`): the running maximum rises, so the misses are a prefix and a binary
-    search finds its end in log2(m) steps, S gathers each (not S * m comparisons)."""
-    m = true_negatives.shape[0]
+    search finds its end in log2(m) steps, S gathers each (not S * m comparisons). A compiled
+    loop: 13 unrolled steps at m = 4001 were 2.1 s of the report's 2.4 s bootstrap compilation."""
 
     def halve(_, bounds: tuple[Array, Array]) -> tuple[Array, Array]:
         low, high = bounds  # the answer lies in [low, high]; the gap halves each step
         middle = (low + high) // 2
-        meets = meets_floor(true_negatives[middle], n, (levels[:, 0], levels[:, 1]))
-        searching = low < high
-        return jnp.where(searching & ~meets, middle + 1, low), jnp.where(
-            searching & meets, middle, high
-        )
+        meets = meets_floor(true_negatives[middle], n, (levels[:, 0], levels[:, 1])) & (low < high)
+        return jnp.where(meets | (low >= high), low, middle + 1), jnp.where(meets, middle, high)
 
-    # a compiled loop, not an unrolled one: 13 unrolled steps at m = 4001 were most of the
-    # report's bootstrap compilation (2.1 s of 2.4 s on CPU)
-    low = jnp.zeros(levels.shape[0], jnp.int32)
-    high = jnp.full(levels.shape[0], m, jnp.int32)
-    return jax.lax.fori_loop(0, m.bit_length(), halve, (low, high))[0]
+    m = true_negatives.shape[0]
+    start = jnp.zeros(levels.shape[0], jnp.int32), jnp.full(levels.shape[0], m, jnp.int32)
+    return jax.lax.fori_loop(0, m.bit_length(), halve, start)[0]
 
 
 @dataclasses.dataclass(frozen=True)

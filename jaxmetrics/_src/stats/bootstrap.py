@@ -21,6 +21,7 @@ from jaxmetrics._src.core import coercion, exact_order, kernels, layouts
 from jaxmetrics._src.core.options import check_count, check_option, check_probability_level
 from jaxmetrics._src.core.typing import Array, ArrayLike, BootstrapMethod, Sampling, options_of
 from jaxmetrics._src.mesh import recipe
+from jaxmetrics._src.stats.chunks import default_chunk_size, platform_of
 from jaxmetrics._src.stats.intervals import bca_levels, nan_quantile, warn_bca_fallbacks
 from jaxmetrics._src.stats.resampling import (
     branched,
@@ -38,10 +39,6 @@ from jaxmetrics._src.stats.resampling import (
 
 _METHODS = options_of(BootstrapMethod)
 _SAMPLINGS = options_of(Sampling)
-# A step evaluates `chunk_size` resamples together under vmap. Small steps whose weight vectors
-# stay in cache are fastest on CPU (measured at n = 10^5: 0.7 ms per AUC resample with 2-5 per
-# step, 1.5 ms with 50), so the default keeps a step's weights near 1 MB.
-_STEP_BYTES = 2**20
 # Steps run inside one compiled loop (`lax.map`), so XLA hoists the work that does not depend on
 # the weights (the sort) out of it; a call covers about this many resamples, then reports progress.
 _RESAMPLES_PER_CALL = 128
@@ -297,8 +294,11 @@ def bootstrap(
         ``Mesh(devices, names)``'s Auto axes, over one process or several): the resamples are
         split over its devices (each computes its own block of resample indices, with no
         communication) and the result equals the single-device one for the same key.
-      chunk_size: the number of resamples evaluated together per vmapped step; by default their
-        weights take about 1 MB, which keeps the step in cache.
+      chunk_size: the number of resamples evaluated together per vmapped step. By default, on
+        the CPU their weights take about 1 MB, which keeps the step in cache; on a GPU or TPU
+        (the mesh's devices, else the arrays') a step takes about 4 GiB, at 32 bytes per
+        element of ``arrays[0]`` per resample: ~134 resamples at 10^6 samples, one at 10^8
+        (bytes per path: docs/how-it-is-fast.md, "Memory at scale").
       progress: optional ``progress(done, total)``, called after each compiled call (about 128
         resamples).
 
@@ -362,9 +362,9 @@ def bootstrap(
                 f"`stratify` must have shape ({num_samples},), one stratum per sample; "
                 f"got {stratify.shape}."
             )
-    if chunk_size is None:
-        # the whole first array counts: scores [M, n] make every resample cost M sorted passes
-        chunk_size = max(1, min(num_resamples, _STEP_BYTES // (4 * max(1, arrays[0].size))))
+    if chunk_size is None:  # a budget of bytes per step, by platform (`chunks`)
+        platform = platform_of(arrays[0], mesh)
+        chunk_size = default_chunk_size(platform, arrays[0].size, num_resamples)
 
     units, num_units = (None, 0) if groups is None else group_units(groups, num_samples)
     design = (stratify, None if units is None else jnp.asarray(units))
