@@ -19,6 +19,9 @@ from jaxmetrics._src.metrics.curves import PrCurve as PrCurve
 from jaxmetrics._src.metrics.curves import RocCurve as RocCurve
 from jaxmetrics._src.metrics.curves import precision_recall_curve as precision_recall_curve
 from jaxmetrics._src.metrics.curves import roc_curve as roc_curve
+from jaxmetrics._src.metrics.decision import DecisionCurve as DecisionCurve
+from jaxmetrics._src.metrics.decision import decision_curve as decision_curve
+from jaxmetrics._src.metrics.decision import net_benefit as net_benefit
 from jaxmetrics._src.metrics.folds import over_folds as over_folds
 from jaxmetrics._src.metrics.label_ranking import coverage_error as coverage_error
 from jaxmetrics._src.metrics.label_ranking import (
@@ -122,6 +125,7 @@ __all__ = [
     "DeLong",
     "DeLongTest",
     "DeLongUnpairedTest",
+    "DecisionCurve",
     "OperatingPoint",
     "PairedDifference",
     "PrCurve",
@@ -153,6 +157,7 @@ __all__ = [
     "confusion_counts",
     "confusion_matrix",
     "coverage_error",
+    "decision_curve",
     "delong",
     "delong_power",
     "delong_sample_size",
@@ -175,6 +180,7 @@ __all__ = [
     "multiclass_average_precision",
     "multiclass_roc_auc",
     "ndcg",
+    "net_benefit",
     "one_vs_rest",
     "over_folds",
     "paired_difference",

@@ -215,6 +215,8 @@ CASES = {
     "expected_calibration_error": Case(lambda p, y, w: jm.expected_calibration_error(p, y, num_bins=4, sample_weight=w), "probs"),
     "reliability_table": Case(lambda p, y, w: jm.reliability_table(p, y, num_bins=4, strategy="quantile", sample_weight=w), "probs"),
     "reliability_bins": Case(lambda p, y: jm.reliability_bins(p, y, num_bins=4, strategy="quantile"), "probs_labels"),
+    "net_benefit": Case(lambda p, y, w: jm.net_benefit(p, y, [0.2, 0.5], sample_weight=w), "probs"),
+    "decision_curve": Case(lambda p, y, w: tuple(jm.decision_curve(p, y, [0.2, 0.5], sample_weight=w))[1:], "probs"),
     "mean_absolute_error": Case(jm.mean_absolute_error, "regression"),
     "root_mean_squared_error": Case(jm.root_mean_squared_error, "regression"),
     "r2_score": Case(jm.r2_score, "regression"),

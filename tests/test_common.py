@@ -69,6 +69,7 @@ METRICS = {
     "log_loss": Metric(jm.log_loss, kind="probs", sort_based=False),
     "expected_calibration_error": Metric(functools.partial(jm.expected_calibration_error, num_bins=4), kind="probs", sort_based=False),
     "reliability_table": Metric(functools.partial(jm.reliability_table, num_bins=4), kind="probs", sort_based=False),
+    "net_benefit": Metric(functools.partial(jm.net_benefit, thresholds=GRID), kind="probs", sort_based=False),
     "confusion_matrix": Metric(functools.partial(jm.confusion_matrix, num_classes=3), kind="classes", sort_based=False),
     "top_k_accuracy": Metric(functools.partial(jm.top_k_accuracy, k=2), kind="class_probs", sort_based=False),
     "multiclass_roc_auc": Metric(jm.multiclass_roc_auc, kind="class_probs", weighted=True, sort_based=False),
@@ -229,6 +230,7 @@ def test_every_public_metric_of_samples_is_registered():
         jm.venkatraman_test,  # permutation tests of two models: test_comparisons.py
         jm.venkatraman_test_unpaired,
         jm.reliability_bins,  # reliability_table plus intervals: test_calibration.py
+        jm.decision_curve,  # net_benefit and its references (treat-all): test_decision.py
         jm.budget_threshold,  # takes no labels
         jm.roc_band,  # a bootstrap of sensitivity_at_specificity: test_operating_points.py
         jm.mean_absolute_error,  # regression: predictions and targets, test_regression.py
