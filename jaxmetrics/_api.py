@@ -32,6 +32,12 @@ from jaxmetrics._src.metrics.multiclass import ClassificationReport as Classific
 from jaxmetrics._src.metrics.multiclass import classification_report as classification_report
 from jaxmetrics._src.metrics.multiclass import confusion_matrix as confusion_matrix
 from jaxmetrics._src.metrics.multiclass import one_vs_rest as one_vs_rest
+from jaxmetrics._src.metrics.multiclass_calibration import (
+    multiclass_brier_score as multiclass_brier_score,
+)
+from jaxmetrics._src.metrics.multiclass_calibration import (
+    multiclass_log_loss as multiclass_log_loss,
+)
 from jaxmetrics._src.metrics.multiclass_ranking import (
     multiclass_average_precision as multiclass_average_precision,
 )
@@ -178,6 +184,8 @@ __all__ = [
     "mean_absolute_error",
     "min_expected_cost",
     "multiclass_average_precision",
+    "multiclass_brier_score",
+    "multiclass_log_loss",
     "multiclass_roc_auc",
     "ndcg",
     "net_benefit",

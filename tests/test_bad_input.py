@@ -179,6 +179,8 @@ CASES = {
     "top_k_accuracy": Case(lambda p, y, w: jm.top_k_accuracy(p, y, k=2, sample_weight=w), "class_probs"),
     "multiclass_average_precision": Case(lambda p, y, w: jm.multiclass_average_precision(p, y, sample_weight=w), "class_probs"),
     "multiclass_roc_auc": Case(lambda p, y: jm.multiclass_roc_auc(p, y, multi_class="ovo"), "class_probs_labels"),
+    "multiclass_log_loss": Case(lambda p, y, w: jm.multiclass_log_loss(p, y, sample_weight=w), "class_probs"),
+    "multiclass_brier_score": Case(lambda p, y, w: jm.multiclass_brier_score(p, y, sample_weight=w), "class_probs"),
     # ranking and threshold choice
     "roc_auc": Case(lambda s, y, w: jm.roc_auc(s, y, sample_weight=w), "binary"),
     "average_precision": Case(lambda s, y, w: jm.average_precision(s, y, sample_weight=w), "binary"),

@@ -231,6 +231,8 @@ def test_every_public_metric_of_samples_is_registered():
         jm.venkatraman_test_unpaired,
         jm.reliability_bins,  # reliability_table plus intervals: test_calibration.py
         jm.decision_curve,  # net_benefit and its references (treat-all): test_decision.py
+        jm.multiclass_log_loss,  # rows of probabilities summing to 1, not class scores:
+        jm.multiclass_brier_score,  # test_multiclass_calibration.py
         jm.budget_threshold,  # takes no labels
         jm.roc_band,  # a bootstrap of sensitivity_at_specificity: test_operating_points.py
         jm.mean_absolute_error,  # regression: predictions and targets, test_regression.py

@@ -80,6 +80,12 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     add("--demo", action="store_true", help="use a built-in synthetic data set")
     add("--label", help="name of the label column (0/1, true/false)")
     add("--positive", help="the positive class, when labels are two names")
+    add(
+        "--multiclass",
+        action="store_true",
+        help="one probability column per class (automatic when the labels hold more than two "
+        "classes)",
+    )
     add("--score", action="append", default=[], help="a score column (repeat)")
     add("--threshold", type=_finite, default=0.5, help="decision threshold (0.5)")
     add("--cost-fp", type=_cost, help="cost of a false positive (>= 0)")

@@ -17,8 +17,17 @@ from pathlib import Path
 from typing import NamedTuple, TextIO
 
 from jaxmetrics import __version__
+from jaxmetrics.report.multiclass_read import load
+from jaxmetrics.report.multiclass_render import render_multiclass
+from jaxmetrics.report.multiclass_result import TOP_K, MulticlassMetadata
 from jaxmetrics.report.plots import FILES, figure, pyplot, save
-from jaxmetrics.report.read import ReportError, Table, demo_data, load_table
+from jaxmetrics.report.read import (
+    MulticlassTable,
+    ReportError,
+    Table,
+    demo_data,
+    multiclass_demo_data,
+)
 from jaxmetrics.report.render import render
 from jaxmetrics.report.result import Metadata, Report, to_json
 
@@ -186,6 +195,44 @@ def _options(args) -> None:
         raise ReportError("--cost-fp and --cost-fn cannot both be 0")
     if args.resamples < 2:
         raise ReportError(f"--resamples must be at least 2; got {args.resamples}")
+    if args.multiclass and args.positive is not None:
+        raise ReportError("--positive names the positive class of a binary report: drop it")
+
+
+def _metadata(args, table: Table) -> Metadata:
+    return Metadata(
+        file=None if args.demo else str(args.file),
+        label_column=None if args.demo else args.label,
+        score_columns=tuple(table.models),
+        positive_class=args.positive,
+        threshold=args.threshold,
+        cost_fp=args.cost_fp,
+        cost_fn=args.cost_fn,
+        resamples=args.resamples,
+        seed=args.seed,
+        cluster_column=None if args.demo else args.cluster,
+        calibration_bins=CALIBRATION_BINS,
+        jaxmetrics_version=__version__,
+    )
+
+
+def _multiclass_metadata(args, table: MulticlassTable) -> MulticlassMetadata:
+    """The multiclass report's metadata; costs are for a binary report."""
+    if args.cost_fp is not None:
+        raise ReportError(
+            f"--cost-fp and --cost-fn are for a binary report; the labels hold "
+            f"{len(table.classes)} classes ({', '.join(table.classes)})"
+        )
+    return MulticlassMetadata(
+        file=None if args.demo else str(args.file),
+        label_column=None if args.demo else args.label,
+        score_columns=tuple(table.columns),
+        resamples=args.resamples,
+        seed=args.seed,
+        cluster_column=None if args.demo else args.cluster,
+        top_k=TOP_K,
+        jaxmetrics_version=__version__,
+    )
 
 
 # with a compilation cache, data of at most this many rows is evaluated with XLA's kernels
@@ -215,34 +262,32 @@ def run(
     out, err = out or sys.stdout, err or sys.stderr
     _options(args)
     check_output_paths(args.json, args.plots)
-    if args.demo:
-        table: Table = demo_data(seed=args.seed)
+    table: Table | MulticlassTable
+    if args.demo and args.multiclass:
+        table = multiclass_demo_data(seed=args.seed)
+        source = "built-in demo (a classifier of cats, dogs and foxes on 3,000 rows)"
+    elif args.demo:
+        table = demo_data(seed=args.seed)
         source = "built-in demo (classifiers A and B on 4,000 rows, 5% positives)"
     else:
-        table = load_table(
-            args.file, args.label, args.score, positive=args.positive, cluster=args.cluster
+        table = load(
+            args.file,
+            args.label,
+            args.score,
+            positive=args.positive,
+            cluster=args.cluster,
+            multiclass=args.multiclass,
         )
         source = str(args.file)
-    metadata = Metadata(
-        file=None if args.demo else str(args.file),
-        label_column=None if args.demo else args.label,
-        score_columns=tuple(table.models),
-        positive_class=args.positive,
-        threshold=args.threshold,
-        cost_fp=args.cost_fp,
-        cost_fn=args.cost_fn,
-        resamples=args.resamples,
-        seed=args.seed,
-        cluster_column=None if args.demo else args.cluster,
-        calibration_bins=CALIBRATION_BINS,
-        jaxmetrics_version=__version__,
-    )
+    multiclass = isinstance(table, MulticlassTable)
+    metadata = _multiclass_metadata(args, table) if multiclass else _metadata(args, table)
     caches = before_jax() if before_jax is not None else Caches(compiled=False, programs=None)
     import contextlib
 
     import jaxmetrics as jm
     import jaxmetrics.report.programs as programs
     from jaxmetrics.report.evaluate import evaluate  # JAX starts here
+    from jaxmetrics.report.multiclass import evaluate_multiclass
 
     # JAX's persistent cache keeps no program that calls numpy back (the CPU's host kernels):
     # with a cache, small data is evaluated with XLA's own kernels, whose programs it keeps and
@@ -254,12 +299,16 @@ def run(
     progress = None if args.quiet else Progress(err)
     try:
         with choice:
-            report = evaluate(table, metadata, progress=progress, programs=kept)
+            if multiclass:
+                report = evaluate_multiclass(table, metadata, progress=progress)
+            else:
+                report = evaluate(table, metadata, progress=progress, programs=kept)
     finally:
         if progress is not None:
             progress.close()
     if not args.quiet:
-        out.write(render(report, source=source))
+        text = (render_multiclass if multiclass else render)(report, source=source)
+        out.write(text)
         out.flush()  # whatever happens to the files
     if args.json:
         write_whole(Path(args.json), to_json(report))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxmetrics.report.multiclass_render import roc_figure
+from jaxmetrics.report.multiclass_result import MulticlassReport
 from jaxmetrics.report.read import ReportError
 from jaxmetrics.report.render import fmt_interval
 from jaxmetrics.report.result import Report
@@ -132,13 +134,15 @@ _FIGURES = {
 FILES = tuple(_FIGURES)
 
 
-def figure(name: str, report: Report):
+def figure(name: str, report: Report | MulticlassReport):
     """The figure written as `name` (one of `FILES`), or None: a reliability diagram needs a
-    model with calibration."""
+    model with calibration, and a multiclass report draws only its classes' ROC curves."""
+    if isinstance(report, MulticlassReport):
+        return roc_figure(pyplot(), report) if name == "roc.png" else None
     return _FIGURES[name](pyplot(), report)
 
 
-def draw(report: Report) -> dict[str, object]:
+def draw(report: Report | MulticlassReport) -> dict[str, object]:
     """The figures by file name (reliability only when some model has calibration)."""
     figures = {name: figure(name, report) for name in FILES}
     return {name: drawn for name, drawn in figures.items() if drawn is not None}

@@ -45,6 +45,18 @@ class Table(NamedTuple):
     clusters: np.ndarray | None = None
 
 
+class MulticlassTable(NamedTuple):
+    """Class indices (int32) into `classes`, the probability of each class (float64 [n, C],
+    its columns in the order of `classes`), the class names (sorted), the score column read for
+    each class, and the cluster of each row or None."""
+
+    labels: np.ndarray
+    probs: np.ndarray
+    classes: tuple[str, ...]
+    columns: tuple[str, ...]
+    clusters: np.ndarray | None = None
+
+
 class _Column(NamedTuple):
     """One column's cells and how to name the position of each (for messages)."""
 
@@ -165,14 +177,19 @@ def _missing_check(path: Path, wanted: list[str], available: list[str]) -> None:
             raise ReportError(f"{path}: no column {name!r} (columns: {listed})")
 
 
-def _labels(column: _Column, name: str, path: Path, positive: str | None) -> np.ndarray:
-    """0/1 labels; the first problem in file order is the one reported."""
+def _label_texts(column: _Column) -> np.ndarray:
     cells = column.cells
     if isinstance(cells, np.ndarray):
-        texts = cells.astype(str)
-    else:  # a Parquet null is None: missing, not the text "None"
-        texts = np.array(["" if cell is None else cell for cell in cells], dtype=str)
-    values, first_row, inverse = np.unique(texts, return_index=True, return_inverse=True)
+        return cells.astype(str)
+    # a Parquet null is None: missing, not the text "None"
+    return np.array(["" if cell is None else cell for cell in cells], dtype=str)
+
+
+def _labels(column: _Column, name: str, path: Path, positive: str | None) -> np.ndarray:
+    """0/1 labels; the first problem in file order is the one reported."""
+    values, first_row, inverse = np.unique(
+        _label_texts(column), return_index=True, return_inverse=True
+    )
     stripped = [str(v).strip() for v in values]
     problems = []  # (row, message) for each distinct bad value
     code = np.zeros(len(values), np.int32)
@@ -227,7 +244,48 @@ def _labels(column: _Column, name: str, path: Path, positive: str | None) -> np.
     return labels
 
 
-def _scores(column: _Column, name: str, path: Path) -> np.ndarray:
+def _class_name(text: str) -> str:
+    """A class name: the stripped cell, an integer-valued number as that integer ("2.0": "2")."""
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    return str(int(value)) if value.is_integer() else text
+
+
+def is_multiclass(column: _Column) -> bool:
+    """Whether a label column holds more than two classes: more than two distinct names, not
+    all of them the 0/1 or true/false marks that the binary report reads as two classes."""
+    names = {str(text).strip() for text in np.unique(_label_texts(column))}
+    names = {name for name in names if name.lower() not in _MISSING}
+    if all(name.lower() in _TRUE | _FALSE for name in names):
+        return False
+    return len({_class_name(name) for name in names}) > 2
+
+
+def class_labels(column: _Column, name: str, path: Path) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Class indices (int32) into the sorted class names (numerically when every name is an
+    integer, else as text), and those names; a missing label is an error, as in `_labels`."""
+    values, first_row, inverse = np.unique(
+        _label_texts(column), return_index=True, return_inverse=True
+    )
+    stripped = [str(value).strip() for value in values]
+    missing = [(first_row[k], text) for k, text in enumerate(stripped) if text.lower() in _MISSING]
+    if missing:
+        row, text = min(missing)
+        raise ReportError(
+            f"{path}: column {name!r}, {column.where(int(row))}: label is missing ({_show(text)}); "
+            "every row needs one (blank cells and NA, N/A, NaN, null are read as missing)"
+        )
+    names = [_class_name(text) for text in stripped]
+    numeric = all(n.removeprefix("-").isdigit() for n in names)
+    classes = tuple(sorted(set(names), key=int if numeric else str))
+    code = {c: i for i, c in enumerate(classes)}
+    return np.array([code[n] for n in names], np.int32)[inverse.reshape(-1)], classes
+
+
+def score_column(column: _Column, name: str, path: Path) -> np.ndarray:
+    """A score column as float64, every cell a finite number that float32 can hold."""
     cells = column.cells
     try:
         scores = np.asarray(cells, dtype=np.float64)
@@ -257,15 +315,11 @@ def _scores(column: _Column, name: str, path: Path) -> np.ndarray:
     return scores
 
 
-def load_table(
-    path: str | Path,
-    label: str,
-    scores: list[str],
-    *,
-    positive: str | None = None,
-    cluster: str | None = None,
-) -> Table:
-    """Labels and score columns of a CSV, TSV, .npz or .parquet file, checked."""
+def read_columns(
+    path: str | Path, label: str, scores: list[str], *, cluster: str | None = None
+) -> dict:
+    """The label, score and cluster columns of a CSV, TSV, .npz or .parquet file as cells, by
+    name, checked for presence, duplicates and equal lengths (their values are not read yet)."""
     path = Path(path)
     if not scores:
         raise ReportError("give at least one --score column")
@@ -292,16 +346,38 @@ def load_table(
         raise ReportError(f"{path}: columns have different lengths ({listed})")
     if lengths[label] == 0:
         raise ReportError(f"{path}: the table is empty (no data rows)")
+    return columns
+
+
+def cluster_ids(column: _Column, name: str, path: Path) -> np.ndarray:
+    """The --cluster column as stripped text; a blank cell is an error."""
+    cells = column.cells
+    clusters = np.char.strip(
+        (cells if isinstance(cells, np.ndarray) else np.array(cells)).astype(str)
+    )
+    if (clusters == "").any():
+        row = int(np.argmax(clusters == ""))
+        raise ReportError(f"{path}: column {name!r} has a blank cell (data row {row + 1})")
+    return clusters
+
+
+def load_table(
+    path: str | Path,
+    label: str,
+    scores: list[str],
+    *,
+    positive: str | None = None,
+    cluster: str | None = None,
+    columns: dict | None = None,
+) -> Table:
+    """Labels and score columns of a CSV, TSV, .npz or .parquet file, checked (`columns`: the
+    file's, if `read_columns` read them already)."""
+    path = Path(path)
+    if columns is None:
+        columns = read_columns(path, label, scores, cluster=cluster)
     labels = _labels(columns[label], label, path, positive)
-    clusters = None
-    if cluster is not None:
-        cells = columns[cluster].cells
-        clusters = (cells if isinstance(cells, np.ndarray) else np.array(cells)).astype(str)
-        clusters = np.char.strip(clusters)
-        if (clusters == "").any():
-            row = int(np.argmax(clusters == ""))
-            raise ReportError(f"{path}: column {cluster!r} has a blank cell (data row {row + 1})")
-    models = {name: _scores(columns[name], name, path) for name in scores}
+    clusters = None if cluster is None else cluster_ids(columns[cluster], cluster, path)
+    models = {name: score_column(columns[name], name, path) for name in scores}
     return Table(labels, models, clusters)
 
 
@@ -324,3 +400,20 @@ def demo_data(seed: int = 0, num_samples: int = 4000) -> Table:
     return Table(
         labels, {name: 1 / (1 + np.exp(-(1.5 * s + intercept))) for name, s in raw.items()}
     )
+
+
+def multiclass_demo_data(seed: int = 0, num_samples: int = 3000) -> MulticlassTable:
+    """One classifier of three classes, cats, dogs and foxes (50%, 30% and 20% of the rows).
+
+    Each animal has a two-dimensional feature drawn from N(mean, I), with means (0, 0) for
+    cats, (1.5, 0.5) for dogs and (0.5, 1.8) for foxes; the classifier gives the Bayes posterior
+    for equal priors, so it ranks as well as possible but overrates the two rarer classes.
+    """
+    rng = np.random.default_rng(seed)
+    classes = ("cat", "dog", "fox")
+    means = np.array([[0.0, 0.0], [1.5, 0.5], [0.5, 1.8]])
+    labels = rng.choice(3, size=num_samples, p=[0.5, 0.3, 0.2]).astype(np.int32)
+    features = means[labels] + rng.normal(size=(num_samples, 2))
+    logits = -0.5 * ((features[:, None, :] - means[None]) ** 2).sum(-1)
+    probs = np.exp(logits - logits.max(-1, keepdims=True))
+    return MulticlassTable(labels, probs / probs.sum(-1, keepdims=True), classes, classes)
