@@ -9,6 +9,13 @@ from jaxmetrics._src.core.kernels import xla_kernels as xla_kernels
 from jaxmetrics._src.core.numerics import safe_divide as safe_divide
 from jaxmetrics._src.metrics.agreement import cohen_kappa as cohen_kappa
 from jaxmetrics._src.metrics.agreement import matthews_corrcoef as matthews_corrcoef
+from jaxmetrics._src.metrics.binned_calibration import HosmerLemeshowTest as HosmerLemeshowTest
+from jaxmetrics._src.metrics.binned_calibration import (
+    debiased_calibration_error as debiased_calibration_error,
+)
+from jaxmetrics._src.metrics.binned_calibration import (
+    hosmer_lemeshow_test as hosmer_lemeshow_test,
+)
 from jaxmetrics._src.metrics.budget import BudgetChoice as BudgetChoice
 from jaxmetrics._src.metrics.budget import budget_threshold as budget_threshold
 from jaxmetrics._src.metrics.calibration import brier_score as brier_score
@@ -68,6 +75,11 @@ from jaxmetrics._src.metrics.rates import false_positive_rate as false_positive_
 from jaxmetrics._src.metrics.rates import precision as precision
 from jaxmetrics._src.metrics.rates import recall as recall
 from jaxmetrics._src.metrics.rates import specificity as specificity
+from jaxmetrics._src.metrics.recalibration import Estimate as Estimate
+from jaxmetrics._src.metrics.recalibration import SpiegelhalterTest as SpiegelhalterTest
+from jaxmetrics._src.metrics.recalibration import calibration_intercept as calibration_intercept
+from jaxmetrics._src.metrics.recalibration import calibration_slope as calibration_slope
+from jaxmetrics._src.metrics.recalibration import spiegelhalter_test as spiegelhalter_test
 from jaxmetrics._src.metrics.regression import mean_absolute_error as mean_absolute_error
 from jaxmetrics._src.metrics.regression import r2_score as r2_score
 from jaxmetrics._src.metrics.regression import root_mean_squared_error as root_mean_squared_error
@@ -132,6 +144,8 @@ __all__ = [
     "DeLongTest",
     "DeLongUnpairedTest",
     "DecisionCurve",
+    "Estimate",
+    "HosmerLemeshowTest",
     "OperatingPoint",
     "PairedDifference",
     "PrCurve",
@@ -141,6 +155,7 @@ __all__ = [
     "RocCurve",
     "SampleSize",
     "SensitivitiesAt",
+    "SpiegelhalterTest",
     "ThresholdChoice",
     "UnpairedDifference",
     "VenkatramanTest",
@@ -156,6 +171,8 @@ __all__ = [
     "bootstrap_test",
     "brier_score",
     "budget_threshold",
+    "calibration_intercept",
+    "calibration_slope",
     "classification_report",
     "clopper_pearson_interval",
     "closest_to_corner_threshold",
@@ -163,6 +180,7 @@ __all__ = [
     "confusion_counts",
     "confusion_matrix",
     "coverage_error",
+    "debiased_calibration_error",
     "decision_curve",
     "delong",
     "delong_power",
@@ -175,6 +193,7 @@ __all__ = [
     "false_positive_rate",
     "hanley_mcneil_standard_error",
     "hit_rate_at_k",
+    "hosmer_lemeshow_test",
     "label_ranking_average_precision",
     "label_ranking_loss",
     "log_loss",
@@ -215,6 +234,7 @@ __all__ = [
     "sensitivity_at_specificity",
     "specificity",
     "specificity_at_sensitivity",
+    "spiegelhalter_test",
     "streaming",
     "top_k_accuracy",
     "unpaired_difference",
