@@ -108,6 +108,10 @@ cases = {
     "one value for 95%": np.where(rng.random(n) < 0.95, 0.5, rng.normal(size=n)),
     "all equal": np.full(n, 0.3),
 }
+# -0.0 and +0.0 one tie group: the sample sort's unsigned keys fold them, as a float sort did (its
+# own generator: the draws of the checks below stay as they were)
+signs = np.random.default_rng(1).choice([-1.0, 1.0], n)
+cases["signed zeros"] = signs * np.where(signs > 0, np.round(cases["ties"], 0), 0.0)
 weights_cases = {  # all int32: one compiled program per metric serves every case
     "unit": np.ones(n, np.int32),
     "int with zeros": rng.integers(0, 3, n).astype(np.int32),

@@ -243,7 +243,8 @@ def _curve_on_device(
     # block of the output holds it (a block holds each position once: `block` receive slots)
     big = jnp.iinfo(jnp.int32).max
     order = jnp.where(keep, position, big).astype(jnp.int32)
-    order, tp, fp, values = jax.lax.sort((order, groups.tp, groups.fp, placed.values), num_keys=1)
+    by_position = sample_sort.ascending_order(order)
+    order, tp, fp, values = (x[by_position] for x in (order, groups.tp, groups.fp, placed.values))
     owner_starts = jnp.arange(devices + 1, dtype=jnp.int32) * block
     edges = jnp.searchsorted(order, owner_starts, side="left")
     first, sizes = edges[:-1], edges[1:] - edges[:-1]

@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import layouts, terms
+from jaxmetrics._src.core import layouts, sorting, terms
 from jaxmetrics._src.core.typing import Array
 
 
@@ -55,14 +55,31 @@ def merge_ties(values: Array, positive: Array, negative: Array) -> Merged:
     return merge_ties_indexed(values, positive, negative)[0]
 
 
+def ascending_order(values: Array) -> Array:
+    """The stable ascending permutation (int32) of 1-D `values`: floats as `jnp.sort` orders
+    them (-0.0 with +0.0, NaN last), or int32.
+
+    Every sort of the mesh goes through here: one unsigned key carrying an int32 index, a single
+    unsigned compare, which XLA's GPU sort rewriter hands to CUB's radix sort (`sorting.key_sort`;
+    a float key's NaN-aware comparator, or more operands, would keep it on XLA's comparison
+    sort). The other fields follow by a gather.
+    """
+    if jnp.issubdtype(values.dtype, jnp.integer):
+        # two's complement with the sign bit flipped: the unsigned order is the signed one
+        bits = jax.lax.bitcast_convert_type(values.astype(jnp.int32), jnp.uint32)
+        keys = bits ^ jnp.uint32(1 << 31)
+        index = jnp.arange(values.shape[0], dtype=jnp.int32)
+        return jax.lax.sort((keys, index), num_keys=1, is_stable=True)[1]
+    # every NaN made the positive one, whose key lies above +inf's: last, as a float sort has it
+    return sorting.key_sort(jnp.where(jnp.isnan(values), jnp.nan, values))[1]
+
+
 def merge_ties_indexed(values: Array, positive: Array, negative: Array) -> tuple[Merged, Array]:
     """`merge_ties`, and the merged entry of every input position (from the same sort)."""
     empty = (positive == 0) & (negative == 0)
     values = jnp.where(empty, jnp.inf, values)
-    position = jnp.arange(values.shape[0], dtype=jnp.int32)
-    values, positive, negative, position = jax.lax.sort(
-        (values, positive, negative, position), num_keys=1
-    )
+    position = ascending_order(values)  # the input position of each sorted entry
+    values, positive, negative = values[position], positive[position], negative[position]
     starts = jnp.concatenate([jnp.ones(1, bool), values[1:] != values[:-1]])
     group = jnp.cumsum(starts) - 1
     size = values.shape[0]
@@ -83,7 +100,8 @@ def splitters(merged: Merged, axes: tuple[str, ...], devices: int) -> Array:
     count = jnp.sum(merged.values < jnp.inf)
     positions = (jnp.arange(devices) * count) // devices
     offers = jnp.where(count > 0, merged.values[positions], jnp.inf)
-    pool = jnp.sort(jax.lax.all_gather(offers, axes, tiled=True))
+    pool = jax.lax.all_gather(offers, axes, tiled=True)
+    pool = pool[ascending_order(pool)]
     return pool[jnp.arange(1, devices) * devices + devices // 2 - 1]
 
 
