@@ -29,7 +29,21 @@ from jaxmetrics._src.metrics.curves import roc_curve as roc_curve
 from jaxmetrics._src.metrics.decision import DecisionCurve as DecisionCurve
 from jaxmetrics._src.metrics.decision import decision_curve as decision_curve
 from jaxmetrics._src.metrics.decision import net_benefit as net_benefit
+from jaxmetrics._src.metrics.fairness import (
+    demographic_parity_difference as demographic_parity_difference,
+)
+from jaxmetrics._src.metrics.fairness import demographic_parity_ratio as demographic_parity_ratio
+from jaxmetrics._src.metrics.fairness import (
+    equal_opportunity_difference as equal_opportunity_difference,
+)
+from jaxmetrics._src.metrics.fairness import equal_opportunity_ratio as equal_opportunity_ratio
+from jaxmetrics._src.metrics.fairness import equalized_odds_difference as equalized_odds_difference
+from jaxmetrics._src.metrics.fairness import equalized_odds_ratio as equalized_odds_ratio
+from jaxmetrics._src.metrics.fairness import selection_rate as selection_rate
 from jaxmetrics._src.metrics.folds import over_folds as over_folds
+from jaxmetrics._src.metrics.groups import ByGroup as ByGroup
+from jaxmetrics._src.metrics.groups import by_group as by_group
+from jaxmetrics._src.metrics.groups import by_group_bootstrap as by_group_bootstrap
 from jaxmetrics._src.metrics.label_ranking import coverage_error as coverage_error
 from jaxmetrics._src.metrics.label_ranking import (
     label_ranking_average_precision as label_ranking_average_precision,
@@ -138,6 +152,7 @@ __all__ = [
     "BootstrapResult",
     "BootstrapTest",
     "BudgetChoice",
+    "ByGroup",
     "ClassificationReport",
     "Counts",
     "DeLong",
@@ -171,6 +186,8 @@ __all__ = [
     "bootstrap_test",
     "brier_score",
     "budget_threshold",
+    "by_group",
+    "by_group_bootstrap",
     "calibration_intercept",
     "calibration_slope",
     "classification_report",
@@ -187,6 +204,12 @@ __all__ = [
     "delong_sample_size",
     "delong_test",
     "delong_test_unpaired",
+    "demographic_parity_difference",
+    "demographic_parity_ratio",
+    "equal_opportunity_difference",
+    "equal_opportunity_ratio",
+    "equalized_odds_difference",
+    "equalized_odds_ratio",
     "estimate_in_loop",
     "expected_calibration_error",
     "f_beta",
@@ -231,6 +254,7 @@ __all__ = [
     "roc_curve",
     "root_mean_squared_error",
     "safe_divide",
+    "selection_rate",
     "sensitivity_at_specificity",
     "specificity",
     "specificity_at_sensitivity",

@@ -61,6 +61,7 @@ MULTI_LABELS = np.stack([LABELS, 1 - LABELS, LABELS[::-1], 1 - LABELS[::-1]])
 MULTI_PROBS = ((_rng.permutation(4 * N) + 0.5) / (4 * N)).reshape(4, N).astype(np.float32)
 POSITIVE_IDS = np.maximum(np.cumsum(LABELS) - 1, 0).astype(np.int32)  # SOAP's ids
 KEY = jax.random.key(0)
+GROUPS = np.array([0, 1] * 6, np.int32)  # two groups, each with both classes
 STATE = jl.AucMarginState(jnp.float32(0.7), jnp.float32(0.3), jnp.float32(0.1))
 
 # A family is the positional arguments of a call: (name, role, good value of one batch element).
@@ -72,6 +73,8 @@ FAMILIES = {
     "probs": (("probs", "prob", PROBS), ("labels", "label", LABELS), ("sample_weight", "weight", WEIGHTS)),
     "probs_labels": (("probs", "prob", PROBS), ("labels", "label", LABELS)),
     "regression": (("predictions", "score", SCORES), ("targets", "score", TARGETS)),
+    "decisions": (("predictions", "label", LABELS[::-1].copy()), ("labels", "label", LABELS), ("sample_weight", "weight", WEIGHTS)),
+    "decisions_only": (("predictions", "label", LABELS[::-1].copy()), ("sample_weight", "weight", WEIGHTS)),
     "classes": (("predictions", "class", PREDICTED), ("labels", "class", CLASSES), ("sample_weight", "weight", WEIGHTS)),
     "class_probs": (("probs", "score", CLASS_PROBS), ("labels", "class", CLASSES), ("sample_weight", "weight", WEIGHTS)),
     "class_probs_labels": (("probs", "score", CLASS_PROBS), ("labels", "class", CLASSES)),
@@ -222,6 +225,14 @@ CASES = {
     "spiegelhalter_test": Case(lambda p, y, w: jm.spiegelhalter_test(p, y, sample_weight=w), "probs"),
     "hosmer_lemeshow_test": Case(lambda p, y, w: jm.hosmer_lemeshow_test(p, y, num_groups=3, sample_weight=w)[:2], "probs"),
     "debiased_calibration_error": Case(lambda p, y, w: jm.debiased_calibration_error(p, y, num_bins=3, sample_weight=w), "probs"),
+    "by_group": Case(lambda d, w: jm.by_group(jm.selection_rate, d, groups=GROUPS, num_groups=2, sample_weight=w), "decisions_only", row=lambda r, i: (jnp.moveaxis(r.values, 0, -1)[i], r.overall[i], r.difference[i], r.ratio[i])),
+    "selection_rate": Case(lambda d, w: jm.selection_rate(d, sample_weight=w), "decisions_only"),
+    "demographic_parity_difference": Case(lambda d, w: jm.demographic_parity_difference(d, groups=GROUPS, num_groups=2, sample_weight=w), "decisions_only"),
+    "demographic_parity_ratio": Case(lambda d, w: jm.demographic_parity_ratio(d, groups=GROUPS, num_groups=2, sample_weight=w), "decisions_only"),
+    "equalized_odds_difference": Case(lambda d, y, w: jm.equalized_odds_difference(d, y, groups=GROUPS, num_groups=2, sample_weight=w), "decisions"),
+    "equalized_odds_ratio": Case(lambda d, y, w: jm.equalized_odds_ratio(d, y, groups=GROUPS, num_groups=2, sample_weight=w), "decisions"),
+    "equal_opportunity_difference": Case(lambda d, y, w: jm.equal_opportunity_difference(d, y, groups=GROUPS, num_groups=2, sample_weight=w), "decisions"),
+    "equal_opportunity_ratio": Case(lambda d, y, w: jm.equal_opportunity_ratio(d, y, groups=GROUPS, num_groups=2, sample_weight=w), "decisions"),
     "net_benefit": Case(lambda p, y, w: jm.net_benefit(p, y, [0.2, 0.5], sample_weight=w), "probs"),
     "decision_curve": Case(lambda p, y, w: tuple(jm.decision_curve(p, y, [0.2, 0.5], sample_weight=w))[1:], "probs"),
     "mean_absolute_error": Case(jm.mean_absolute_error, "regression"),
@@ -282,6 +293,7 @@ EXEMPT = {
     "xla_kernels": "a switch of kernels, no data; its option is checked in test_common.py",
     "SensitivitiesAt": "a metric object for bootstrap; its checks are sensitivity_at_specificity's",
     "estimate_in_loop": "a decorator that marks a metric; no data",
+    "by_group_bootstrap": "bootstrap of by_group (eager only); its checks: test_groups.py",
 }
 
 
