@@ -16,8 +16,13 @@ For recall, the true recall at threshold 0 is 1 - Phi(-mu); the number of detect
 Binomial(n+, recall), simulated directly, and Wilson, Clopper-Pearson, Agresti-Coull and the
 plain normal (Wald) intervals are scored the same way.
 
+The validation intervals of issue 29 (calibration intercept and slope, binned and debiased
+calibration error, net benefit, a group gap) are scored in coverage_validation.py, after the grid.
+
     python benchmarks/coverage.py --quick   # one cell, seconds (the test suite runs this)
     python benchmarks/coverage.py           # the full grid; writes benchmarks/results/coverage.*
+    python benchmarks/coverage.py --only validation   # the validation cells alone, merged into
+                                                      # the results files (with --quick: printed)
 """
 
 from __future__ import annotations
@@ -194,7 +199,13 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="one cell: n = 1000, AUC 0.75, 50%%")
     parser.add_argument("--sets", type=int, default=None, help="simulated test sets per cell")
     parser.add_argument("--resamples", type=int, default=None, help="bootstrap resamples")
+    parser.add_argument(
+        "--only", choices=["validation"], help="run only these cells; merge them into the results"
+    )
     args = parser.parse_args()
+    if args.only == "validation":
+        validation(args, jax.random.key(29))
+        return
     sets = args.sets or 300
     resamples = args.resamples or (300 if args.quick else 400)
     if args.quick:
@@ -284,6 +295,43 @@ def main() -> None:
             + markdown(recall_rows, "recall")
             + f"\n\n{sets} test sets per AUC cell, {resamples} resamples, {seconds:.0f} s.\n"
         )
+        validation(args, jax.random.key(29))
+
+
+VALIDATION_HEADING = "## Validation intervals"
+
+
+def validation(args, key) -> None:
+    """The cells of coverage_validation.py; unless `--quick`, their tables replace the previous
+    ones in benchmarks/results/coverage.json (key "validation") and coverage.md, the other
+    tables kept as they are."""
+    import coverage_validation  # benchmarks/ is on sys.path: this file is a script
+
+    sets = args.sets or (200 if args.quick else 400)
+    resamples = args.resamples or (200 if args.quick else 500)
+    started = time.perf_counter()
+    sections = coverage_validation.run(key, sets=sets, resamples=resamples, quick=args.quick)
+    seconds = time.perf_counter() - started
+    text = coverage_validation.markdown(sections, sets, resamples, seconds)
+    print("\n" + text)
+    if args.quick:
+        return
+    RESULTS.mkdir(exist_ok=True)
+    json_path, markdown_path = RESULTS / "coverage.json", RESULTS / "coverage.md"
+    record = json.loads(json_path.read_text()) if json_path.exists() else {}
+    record["validation"] = dict(
+        sets=sets,
+        resamples=resamples,
+        seconds=seconds,
+        backend=jax.default_backend(),
+        jax=jax.__version__,
+        date=time.strftime("%Y-%m-%d %H:%M"),
+        **sections,
+    )
+    json_path.write_text(json.dumps(record, indent=1) + "\n")
+    previous = markdown_path.read_text() if markdown_path.exists() else "# Coverage\n"
+    kept = previous.split("\n" + VALIDATION_HEADING)[0].rstrip("\n")
+    markdown_path.write_text(kept + "\n\n" + text)
 
 
 if __name__ == "__main__":
