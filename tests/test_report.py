@@ -283,6 +283,7 @@ def test_json_has_metadata_and_float32_values_without_noise(two_models, full_run
         "cluster_column": None,
         "calibration_bins": 10,
         "jaxmetrics_version": jm.__version__,
+        "group_column": None,
     }
     calibration = document["models"]["model_a"]["calibration"]
     values = [calibration["brier"], calibration["log_loss"], calibration["ece"]]
@@ -385,7 +386,12 @@ def test_plots_read_the_curves_from_the_result(report, monkeypatch):
     for name in ("roc_curve", "precision_recall_curve", "reliability_bins", "roc_auc"):
         monkeypatch.setattr(jm, name, refuse)
     figures = plots(report)
-    assert sorted(figures) == ["precision_recall.png", "reliability.png", "roc.png"]
+    assert sorted(figures) == [
+        "decision_curve.png",
+        "precision_recall.png",
+        "reliability.png",
+        "roc.png",
+    ]
     roc_line = figures["roc.png"].axes[0].lines[0]
     assert list(roc_line.get_xdata()) == list(report.models["model_a"].roc_curve.fpr)
     for figure in figures.values():
@@ -418,6 +424,7 @@ def test_reliability_plot_breaks_at_empty_bins_and_shows_counts(report):
 def test_plots_written_as_pngs_without_leftovers(full_run):
     folder = full_run[4] / "plots"
     assert sorted(p.name for p in folder.iterdir()) == [
+        "decision_curve.png",
         "precision_recall.png",
         "reliability.png",
         "roc.png",
@@ -472,6 +479,7 @@ def test_a_failed_plot_keeps_the_text_the_json_and_the_other_plots(
     assert "plots written: " in out.getvalue() and "reliability" not in out.getvalue()
     assert strict_json(tmp_path / "report.json")["models"]["model_a"]["roc_auc"]["estimate"]
     assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == [
+        "decision_curve.png",
         "precision_recall.png",
         "roc.png",
     ]
@@ -497,11 +505,15 @@ def test_plots_are_written_whole_and_together(report, tmp_path, monkeypatch):
 
     monkeypatch.setattr(command, "save", save_except_pr)
     written, failed = command.write_plots(tmp_path / "plots", report)
-    assert sorted(p.name for p in written) == ["reliability.png", "roc.png"]
+    assert sorted(p.name for p in written) == ["decision_curve.png", "reliability.png", "roc.png"]
     assert list(failed) == ["precision_recall.png"] and "disk full" in str(
         failed["precision_recall.png"]
     )
-    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == ["reliability.png", "roc.png"]
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == [
+        "decision_curve.png",
+        "reliability.png",
+        "roc.png",
+    ]
 
     def interrupted_at_the_second(figure, handle):
         if "precision_recall" in handle.name:
@@ -848,8 +860,10 @@ def _flagged(document):
 def test_every_bootstrap_interval_says_whether_it_misses_its_estimate(full_run):
     document = full_run[3]
     intervals = list(_flagged(document))
-    # per model: AUC, AP and three clinical numbers; per pair: the AUC and AP differences
-    assert len(intervals) == 2 * 5 + 2
+    # per model: AUC, AP, three clinical numbers, the recalibration intercept and slope, and
+    # the net benefit at six thresholds (0.05, 0.1, Bayes' 1/6, 0.2, 0.3, the given 0.5); per
+    # pair: the AUC and AP differences
+    assert len(intervals) == 2 * (5 + 2 + 6) + 2
     for interval in intervals:
         estimate, low, high = interval["estimate"], interval["low"], interval["high"]
         assert interval["estimate_outside_interval"] == (estimate < low or estimate > high)

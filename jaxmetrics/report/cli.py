@@ -92,6 +92,11 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     add("--cost-fn", type=_cost, help="cost of a false negative (>= 0)")
     add("--resamples", type=int, default=1000, help="bootstrap resamples (1000)")
     add("--cluster", metavar="COL", help="resample whole groups of rows (e.g. a patient id column)")
+    add(
+        "--group",
+        metavar="COL",
+        help="every model by group (e.g. a site or sex column): AUC, rates and their gaps",
+    )
     add("--seed", type=_seed, default=0, help="bootstrap seed, 0 to 2**64 - 1 (0)")
     add("--json", metavar="PATH", help="also write the numbers as JSON")
     add("--plots", metavar="DIR", help="write ROC, PR and reliability PNGs")

@@ -22,6 +22,7 @@ from jaxmetrics.report.multiclass_render import render_multiclass
 from jaxmetrics.report.multiclass_result import TOP_K, MulticlassMetadata
 from jaxmetrics.report.plots import FILES, figure, pyplot, save
 from jaxmetrics.report.read import (
+    DEMO_GROUP_COLUMN,
     MulticlassTable,
     ReportError,
     Table,
@@ -182,6 +183,18 @@ def _options(args) -> None:
         raise ReportError(
             "--demo uses its own data: drop --label, --score, --positive and --cluster"
         )
+    if args.demo and args.group not in (None, DEMO_GROUP_COLUMN):
+        raise ReportError(
+            f"--demo uses its own data, whose group column is {DEMO_GROUP_COLUMN!r} (shown "
+            "without --group): drop --group"
+        )
+    if args.group is not None and args.cluster is not None:
+        raise ReportError(
+            "give --group or --cluster, not both: the by-group intervals resample rows within "
+            "each group"
+        )
+    if args.demo and args.multiclass and args.group is not None:
+        raise ReportError("--group: the by-group section is for a binary report")
     if not args.demo:
         if not args.file:
             raise ReportError("give a FILE (with --label and --score) or --demo")
@@ -213,6 +226,7 @@ def _metadata(args, table: Table) -> Metadata:
         cluster_column=None if args.demo else args.cluster,
         calibration_bins=CALIBRATION_BINS,
         jaxmetrics_version=__version__,
+        group_column=DEMO_GROUP_COLUMN if args.demo else args.group,
     )
 
 
@@ -277,6 +291,7 @@ def run(
             positive=args.positive,
             cluster=args.cluster,
             multiclass=args.multiclass,
+            group=args.group,
         )
         source = str(args.file)
     multiclass = isinstance(table, MulticlassTable)

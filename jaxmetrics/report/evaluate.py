@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxmetrics as jm
+from jaxmetrics.report.groups import evaluate_groups
 from jaxmetrics.report.programs import ProgramStore
 from jaxmetrics.report.ranking import Ranking, evaluate_ranking, order_keys
 from jaxmetrics.report.read import Table
@@ -41,6 +42,7 @@ from jaxmetrics.report.result import (
     number,
     numbers,
 )
+from jaxmetrics.report.validation import evaluate_validation
 
 # A curve keeps at most this many points in the report (and its JSON): more than a plot resolves.
 MAX_CURVE_POINTS = 2000
@@ -299,6 +301,23 @@ def evaluate(
             turn.wait()
         parts = {name: _evaluate_model(metadata, scores[m], labels) for m, name in enumerate(names)}
         delong_low, delong_high, tests = evaluate_delong(scores, labels, data, clustered)
+        probability = [name for name in names if parts[name][0] is not None]
+        decision_curves: dict[str, Any] = dict.fromkeys(names)
+        if probability:
+            completions, curves = evaluate_validation(
+                np.stack([scores[names.index(name)] for name in probability]),
+                labels,
+                data,
+                metadata,
+                table.clusters,
+                progress,
+            )
+            for name, completion, curve in zip(probability, completions, curves, strict=True):
+                parts[name] = (parts[name][0]._replace(**completion), *parts[name][1:])
+                decision_curves[name] = curve
+        by_group = None
+        if table.groups is not None:
+            by_group = evaluate_groups(scores, keys, labels, table.groups, names, metadata)
     except KeyboardInterrupt:
         background.cancelled.set()
         raise
@@ -319,9 +338,14 @@ def evaluate(
             roc_curve=roc_points,
             roc_band=bootstrapped.roc_band[m],
             precision_recall_curve=pr_points,
+            decision_curve=decision_curves[name],
         )
     comparison = evaluate_comparison(names, bootstrapped, data, tests)
-    return Report(metadata, data, models, comparison)
+    return Report(metadata, data, models, comparison, by_group)
+
+
+def _is_probability(scores: np.ndarray) -> bool:
+    return bool(np.all((scores >= 0) & (scores <= 1)))
 
 
 def _evaluate_model(metadata: Metadata, scores: np.ndarray, labels: np.ndarray) -> tuple:
@@ -329,7 +353,7 @@ def _evaluate_model(metadata: Metadata, scores: np.ndarray, labels: np.ndarray) 
 
     Calibration (and the Bayes threshold) are for a model whose scores are all probabilities
     in [0, 1]: one column of logits leaves the others' calibration in place."""
-    is_probability = bool(np.all((scores >= 0) & (scores <= 1)))
+    is_probability = _is_probability(scores)
     calibration = None
     if is_probability:
         calibration = evaluate_calibration(scores, labels, metadata.calibration_bins)

@@ -41,13 +41,18 @@ def load(
     positive: str | None = None,
     cluster: str | None = None,
     multiclass: bool = False,
+    group: str | None = None,
 ) -> Table | MulticlassTable:
     """The binary `Table` or, for --multiclass or a label column of more than two classes
-    (without --positive), the `MulticlassTable` of a file."""
+    (without --positive), the `MulticlassTable` of a file (--group is for a binary one)."""
     path = Path(path)
-    columns = read_columns(path, label, scores, cluster=cluster)
+    columns = read_columns(path, label, scores, cluster=cluster, group=group)
     if not multiclass and (positive is not None or not is_multiclass(columns[label])):
-        return load_table(path, label, scores, positive=positive, cluster=cluster, columns=columns)
+        return load_table(
+            path, label, scores, positive=positive, cluster=cluster, group=group, columns=columns
+        )
+    if group is not None:
+        raise ReportError(f"--group {group!r}: the by-group section is for a binary report")
     labels, classes = class_labels(columns[label], label, path)
     if len(classes) < 3:
         listed = ", ".join(classes)

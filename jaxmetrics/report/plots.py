@@ -1,4 +1,4 @@
-"""ROC, precision-recall and reliability diagrams, drawn from the curves and bins in a `Report`.
+"""ROC, precision-recall, reliability and decision-curve diagrams, drawn from a `Report`.
 
 Nothing is recomputed here: every point comes from the result that `evaluate` built (and that
 --json writes), so a user can redraw the same pictures from the JSON. Each figure is drawn on its
@@ -126,24 +126,52 @@ def _reliability(plt, report: Report):
     return figure
 
 
+def _decision_curve(plt, report: Report):
+    # each model keeps its colour of the other plots: its place among all models
+    curves = {
+        name: (index, model.decision_curve)
+        for index, (name, model) in enumerate(report.models.items())
+        if model.decision_curve is not None
+    }
+    if not curves:
+        return None
+    figure, axes = plt.subplots(figsize=(5.5, 6), layout="constrained")
+    for name, (index, curve) in curves.items():
+        points = curve.curve
+        axes.plot(points.thresholds, points.net_benefit, color=f"C{index}", label=name)
+    points = next(iter(curves.values()))[1].curve
+    axes.plot(points.thresholds, points.treat_all, color="grey", linewidth=1, label="treat all")
+    axes.axhline(0, color="black", linestyle="--", linewidth=1, label="treat none")
+    prevalence = report.data.prevalence
+    # treat-all falls without bound: show from a little below 0 to the prevalence (its best)
+    axes.set(xlim=(0, 1), ylim=(-0.1 * max(prevalence, 0.01), 1.05 * max(prevalence, 0.01)))
+    axes.set(xlabel="threshold probability (treat iff probability >= threshold)")
+    axes.set(ylabel="net benefit (true positives per patient)", title="Decision curve")
+    _legend_below(figure)
+    return figure
+
+
 _FIGURES = {
     "roc.png": _roc,
     "precision_recall.png": _precision_recall,
     "reliability.png": _reliability,
+    "decision_curve.png": _decision_curve,
 }
 FILES = tuple(_FIGURES)
 
 
 def figure(name: str, report: Report | MulticlassReport):
-    """The figure written as `name` (one of `FILES`), or None: a reliability diagram needs a
-    model with calibration, and a multiclass report draws only its classes' ROC curves."""
+    """The figure written as `name` (one of `FILES`), or None: a reliability diagram and a
+    decision curve need a model of probabilities, and a multiclass report draws only its
+    classes' ROC curves."""
     if isinstance(report, MulticlassReport):
         return roc_figure(pyplot(), report) if name == "roc.png" else None
     return _FIGURES[name](pyplot(), report)
 
 
 def draw(report: Report | MulticlassReport) -> dict[str, object]:
-    """The figures by file name (reliability only when some model has calibration)."""
+    """The figures by file name (reliability and decision curve only when some model has
+    probabilities)."""
     figures = {name: figure(name, report) for name in FILES}
     return {name: drawn for name, drawn in figures.items() if drawn is not None}
 

@@ -36,13 +36,17 @@ class ReportError(Exception):
     """A problem with the user's input or options: printed as one line, exit status 2."""
 
 
+MAX_GROUPS = 50  # --group: more is an error (a table of one row per group stops being read)
+
+
 class Table(NamedTuple):
     """Labels (int32, 1 = positive) and each score column (float64), in the file's order, and
-    the cluster of each row (--cluster: any values, compared as text) or None."""
+    the cluster and group of each row (--cluster, --group: any values, as text) or None."""
 
     labels: np.ndarray
     models: dict[str, np.ndarray]
     clusters: np.ndarray | None = None
+    groups: np.ndarray | None = None
 
 
 class MulticlassTable(NamedTuple):
@@ -316,10 +320,15 @@ def score_column(column: _Column, name: str, path: Path) -> np.ndarray:
 
 
 def read_columns(
-    path: str | Path, label: str, scores: list[str], *, cluster: str | None = None
+    path: str | Path,
+    label: str,
+    scores: list[str],
+    *,
+    cluster: str | None = None,
+    group: str | None = None,
 ) -> dict:
-    """The label, score and cluster columns of a CSV, TSV, .npz or .parquet file as cells, by
-    name, checked for presence, duplicates and equal lengths (their values are not read yet)."""
+    """The label, score, cluster and group columns of a CSV, TSV, .npz or .parquet file as cells,
+    by name, checked for presence, duplicates and equal lengths (values not read yet)."""
     path = Path(path)
     if not scores:
         raise ReportError("give at least one --score column")
@@ -330,9 +339,10 @@ def read_columns(
         raise ReportError(f"{path}: no such file")
     if path.is_dir():
         raise ReportError(f"{path}: is a directory, not a data file")
-    wanted = [label, *scores] + ([] if cluster is None or cluster in scores else [cluster])
-    if cluster == label:
-        raise ReportError(f"--cluster {cluster!r} is the label column")
+    wanted = list(dict.fromkeys([label, *scores, *(c for c in (cluster, group) if c)]))
+    for option, name in (("--cluster", cluster), ("--group", group)):
+        if name == label:
+            raise ReportError(f"{option} {name!r} is the label column")
     suffix = path.suffix.lower()
     if suffix == ".npz":
         columns = _read_npz(path, wanted)
@@ -349,8 +359,9 @@ def read_columns(
     return columns
 
 
-def cluster_ids(column: _Column, name: str, path: Path) -> np.ndarray:
-    """The --cluster column as stripped text; a blank cell is an error."""
+def cluster_ids(column: _Column, name: str, path: Path, most: int | None = None) -> np.ndarray:
+    """The --cluster (or --group) column as stripped text; a blank cell, or more than `most`
+    distinct values, is an error."""
     cells = column.cells
     clusters = np.char.strip(
         (cells if isinstance(cells, np.ndarray) else np.array(cells)).astype(str)
@@ -358,6 +369,11 @@ def cluster_ids(column: _Column, name: str, path: Path) -> np.ndarray:
     if (clusters == "").any():
         row = int(np.argmax(clusters == ""))
         raise ReportError(f"{path}: column {name!r} has a blank cell (data row {row + 1})")
+    if most is not None and np.unique(clusters).size > most:
+        raise ReportError(
+            f"{path}: column {name!r} has {np.unique(clusters).size} distinct values; --group "
+            f"takes at most {most} groups (is it the right column?)"
+        )
     return clusters
 
 
@@ -368,17 +384,22 @@ def load_table(
     *,
     positive: str | None = None,
     cluster: str | None = None,
+    group: str | None = None,
     columns: dict | None = None,
 ) -> Table:
     """Labels and score columns of a CSV, TSV, .npz or .parquet file, checked (`columns`: the
     file's, if `read_columns` read them already)."""
     path = Path(path)
     if columns is None:
-        columns = read_columns(path, label, scores, cluster=cluster)
+        columns = read_columns(path, label, scores, cluster=cluster, group=group)
     labels = _labels(columns[label], label, path, positive)
     clusters = None if cluster is None else cluster_ids(columns[cluster], cluster, path)
+    groups = None if group is None else cluster_ids(columns[group], group, path, MAX_GROUPS)
     models = {name: score_column(columns[name], name, path) for name in scores}
-    return Table(labels, models, clusters)
+    return Table(labels, models, clusters, groups)
+
+
+DEMO_GROUP_COLUMN = "site"
 
 
 def demo_data(seed: int = 0, num_samples: int = 4000) -> Table:
@@ -388,6 +409,11 @@ def demo_data(seed: int = 0, num_samples: int = 4000) -> Table:
     (0.856 in the population), B, whose positives spread far above the negatives, on average
     precision. Both are mapped to probabilities with A's Bayes posterior,
     sigmoid(1.5 s - 1.125 + logit(0.05)), so A is calibrated and B is not.
+
+    Each row has a site (`DEMO_GROUP_COLUMN`) from a generator of its own (the other columns
+    stay those drawn before it was added): north, central or south with chances 0.5, 0.3, 0.2
+    for a negative and 0.3, 0.3, 0.4 for a positive, so the prevalence differs between sites
+    (3%, 5% and 10% in the population) while the scores do not.
     """
     rng = np.random.default_rng(seed)
     labels = (rng.random(num_samples) < 0.05).astype(np.int32)
@@ -397,8 +423,13 @@ def demo_data(seed: int = 0, num_samples: int = 4000) -> Table:
         "B": np.where(labels == 1, 1.5 + 2.0 * noise[1], noise[1]),
     }
     intercept = -1.125 + math.log(0.05 / 0.95)
+    site_rng = np.random.default_rng([seed, 1])
+    chance = np.where(labels[:, None] == 1, [0.3, 0.3, 0.4], [0.5, 0.3, 0.2])
+    site = (site_rng.random(num_samples)[:, None] > np.cumsum(chance, axis=1)).sum(axis=1)
     return Table(
-        labels, {name: 1 / (1 + np.exp(-(1.5 * s + intercept))) for name, s in raw.items()}
+        labels,
+        {name: 1 / (1 + np.exp(-(1.5 * s + intercept))) for name, s in raw.items()},
+        groups=np.array(["north", "central", "south"])[np.minimum(site, 2)],
     )
 
 

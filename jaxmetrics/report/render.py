@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from jaxmetrics.report.result import (
+    ByGroup,
     Calibration,
     Comparison,
     Data,
@@ -183,7 +184,80 @@ def render_calibration(name: str, calibration: Calibration | None) -> list[str]:
         )
     header = ["bin", "count", "mean predicted", "fraction positive", "Wilson 95%"]
     out.append(table(header, rows))
+    return out + _render_recalibration(name, calibration)
+
+
+def _render_recalibration(name: str, calibration: Calibration) -> list[str]:
+    if calibration.intercept is None or calibration.slope is None:
+        return []
+    out = [
+        "",
+        f"Recalibration of {name}: logit P(y=1) = a + b logit(p) (95% intervals: Wald, and "
+        "bootstrap over the same resamples)",
+    ]
+    rows = []
+    for measure, fit in (
+        ("intercept a, slope 1 (calibrated: 0)", calibration.intercept),
+        ("slope b (calibrated: 1)", calibration.slope),
+    ):
+        wald = fmt_interval(fit.wald_low, fit.wald_high)
+        rows.append([measure, fmt(fit.estimate, 4), wald, fmt_bootstrap(fit)])
+    out.append(table(["measure", "value", "Wald", "bootstrap"], rows))
+    out += _outside_note([calibration.intercept, calibration.slope])
+    test = calibration.spiegelhalter
+    if test is not None:
+        out.append(
+            f"Spiegelhalter's test of calibration: z = {fmt(test.z, 2)}, p = {_p(test.p_value)}"
+        )
+    out.append(
+        f"L2 calibration error over the same bins: {fmt(calibration.l2_calibration_error, 4)} "
+        f"binned (biased upwards), {fmt(calibration.debiased_calibration_error, 4)} debiased "
+        "(Kumar et al. 2019)"
+    )
     return out
+
+
+def render_decision_curves(report: Report) -> list[str]:
+    """The decision curve table of every probability model."""
+    curves = {n: m.decision_curve for n, m in report.models.items() if m.decision_curve}
+    if not curves:
+        return []
+    out = [
+        "",
+        "Decision curve (treat iff probability >= threshold t; net benefit: true positives per "
+        "patient less false positives weighted t / (1 - t); treat none: 0; 95% bootstrap "
+        "intervals, the same resamples)",
+    ]
+    rows, intervals = [], []
+    first = next(iter(curves.values()))
+    for t in range(len(first.points)):
+        for index, (name, curve) in enumerate(curves.items()):
+            at = curve.points[t]
+            intervals.append(at.net_benefit)
+            shown = (fmt_threshold(at.threshold), "+".join(at.rules)) if index == 0 else ("", "")
+            rows.append(
+                [
+                    *shown,
+                    name,
+                    fmt(at.net_benefit.estimate, 4),
+                    _interval4(at.net_benefit),
+                    fmt(at.treat_all, 4),
+                    fmt(100 * at.interventions_avoided, 1),
+                ]
+            )
+    header = ["threshold", "rule", "model", "net benefit", "bootstrap", "treat all"]
+    out.append(table(header + ["avoided per 100"], rows))
+    out += _outside_note(intervals)
+    out.append(
+        "(avoided per 100: net interventions avoided per 100 patients against treating all, "
+        "(net benefit - treat all) / (t / (1 - t)) x 100)"
+    )
+    return out
+
+
+def _interval4(interval: Interval) -> str:
+    marker = OUTSIDE if interval.estimate_outside_interval else ""
+    return fmt_interval(interval.low, interval.high, digits=4) + marker
 
 
 def _edge(value: float) -> str:
@@ -225,6 +299,60 @@ def _p(value: float, resamples: int | None = None) -> str:
     return f"{value:.3g}"
 
 
+def render_groups(by_group: ByGroup, resamples: int) -> list[str]:
+    """Each model by group, the gaps between groups, and the fairness differences."""
+    out = [
+        "",
+        f"By group: {by_group.column} (predicted positive iff score >= "
+        f"{fmt_threshold(by_group.threshold)}; 95% bootstrap intervals over {resamples} "
+        "resamples drawn within each group)",
+    ]
+    rows, intervals = [], []
+    models = list(by_group.models.items())
+    for g in range(len(models[0][1].groups) + 1):
+        for index, (name, model) in enumerate(models):
+            row = (*model.groups, model.overall)[g]
+            cells = [row.group, name] if index == 0 else ["", name]
+            cells += [str(row.samples), fmt(row.prevalence)] if index == 0 else ["", ""]
+            for value in (row.roc_auc, row.sensitivity, row.specificity, row.selection_rate):
+                cells += [fmt(value.estimate, 4), fmt_bootstrap(value)]
+                intervals.append(value)
+            rows.append(cells)
+    header = ["group", "model", "n", "prevalence", "ROC AUC", "bootstrap", "sensitivity"]
+    header += ["bootstrap", "specificity", "bootstrap", "selection rate", "bootstrap"]
+    out.append(table(header, rows))
+    rows = []
+    measures = ("ROC AUC", "sensitivity", "specificity", "selection rate")
+    for k, measure in enumerate(measures):
+        for index, (name, model) in enumerate(models):
+            gap = (
+                model.roc_auc_gap,
+                model.sensitivity_gap,
+                model.specificity_gap,
+                model.selection_rate_gap,
+            )[k]
+            cells = [measure if index == 0 else "", name]
+            for value in gap:
+                cells += [fmt(value.estimate, 4), fmt_bootstrap(value)]
+                intervals.append(value)
+            rows.append(cells)
+    for measure in ("demographic parity difference", "equalized odds difference"):
+        for index, (name, model) in enumerate(models):
+            value = getattr(model, measure.replace(" ", "_"))
+            rows.append([measure if index == 0 else "", name, fmt(value.estimate, 4)])
+            rows[-1] += [fmt_bootstrap(value), "", ""]
+            intervals.append(value)
+    out += ["", "Gaps between groups (the same resamples)"]
+    out.append(table(["gap", "model", "max - min", "bootstrap", "min / max", "bootstrap"], rows))
+    out += _outside_note(intervals)
+    out.append(
+        "(demographic parity difference: of the selection rate; equalized odds difference: the "
+        "larger of the sensitivity's and the false positive rate's; 0 when the groups are equal)"
+    )
+    out += [f"({note})" for note in by_group.notes]
+    return out
+
+
 def render(report: Report, *, source: str) -> str:
     """The whole text report."""
     out = render_data(report.data, source) + render_ranking(report)
@@ -232,4 +360,7 @@ def render(report: Report, *, source: str) -> str:
         out += render_operating_points(name, model)
         out += render_calibration(name, model.calibration)
     out += render_comparison(report.comparison, report.metadata.resamples)
+    out += render_decision_curves(report)
+    if report.by_group is not None:
+        out += render_groups(report.by_group, report.metadata.resamples)
     return "\n".join(out) + "\n"

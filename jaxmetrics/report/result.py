@@ -53,6 +53,7 @@ class Metadata(NamedTuple):
     cluster_column: str | None  # --cluster: whole groups resampled
     calibration_bins: int
     jaxmetrics_version: str
+    group_column: str | None = None  # --group (or the demo's "site"): the by-group section
 
 
 class Data(NamedTuple):
@@ -131,14 +132,70 @@ class ReliabilityBin(NamedTuple):
     high: float
 
 
+class RecalibrationFit(NamedTuple):
+    """A coefficient of a logistic recalibration (`jm.calibration_intercept`,
+    `jm.calibration_slope`): the estimate, its Wald interval, and a bootstrap percentile interval
+    from the report's resamples. NaN where the fit has no finite maximum (one class, separated
+    classes)."""
+
+    estimate: float
+    wald_low: float
+    wald_high: float
+    low: float  # bootstrap
+    high: float
+    undefined_resamples: int  # resamples where the fit had no finite maximum, left out
+    estimate_outside_interval: bool  # the bootstrap interval (low, high) misses the estimate
+
+
+class Spiegelhalter(NamedTuple):
+    """Spiegelhalter's z-test of the null hypothesis that the probabilities are calibrated."""
+
+    z: float
+    p_value: float
+
+
 class Calibration(NamedTuple):
-    """Brier score, log loss, and ECE over the same equal-width bins as the reliability table."""
+    """Brier score, log loss, and ECE over the same equal-width bins as the reliability table;
+    the recalibration intercept and slope, Spiegelhalter's test, and the binned L2 calibration
+    error with its debiased form (Kumar et al. 2019) over those bins."""
 
     brier: float
     log_loss: float
     ece: float
     num_bins: int
     reliability: tuple[ReliabilityBin, ...]
+    intercept: RecalibrationFit | None = None  # calibration-in-the-large: 0 if calibrated
+    slope: RecalibrationFit | None = None  # 1 if calibrated
+    spiegelhalter: Spiegelhalter | None = None
+    l2_calibration_error: float | None = None  # binned, biased upwards
+    debiased_calibration_error: float | None = None  # its debiased form (L2, same bins)
+
+
+class NetBenefit(NamedTuple):
+    """The decision curve at one threshold probability t (treat iff probability >= t)."""
+
+    threshold: float
+    rules: tuple[str, ...]  # why it is in the table: "given", "bayes", or () for a fixed one
+    net_benefit: Interval  # TP/n - FP/n * t / (1 - t), with its bootstrap interval
+    treat_all: float  # treat none: 0
+    interventions_avoided: float  # net interventions avoided per patient (x 100: per 100)
+    standardized_net_benefit: float  # net benefit / prevalence
+
+
+class DecisionCurvePoints(NamedTuple):
+    """Net benefit of the model and of treating all over a grid of thresholds in (0, 1)."""
+
+    thresholds: tuple[float, ...]
+    net_benefit: tuple[float, ...]
+    treat_all: tuple[float, ...]
+
+
+class DecisionCurve(NamedTuple):
+    """A probability model's decision curve (Vickers & Elkin 2006): the table at chosen
+    thresholds and the curve over a grid, for the plot."""
+
+    points: tuple[NetBenefit, ...]
+    curve: DecisionCurvePoints
 
 
 class RocPoints(NamedTuple):
@@ -187,6 +244,7 @@ class ModelReport(NamedTuple):
     roc_curve: RocPoints
     roc_band: RocBand
     precision_recall_curve: PrPoints
+    decision_curve: DecisionCurve | None = None  # None when not all scores are in [0, 1]
 
 
 class AucDifference(NamedTuple):
@@ -218,11 +276,67 @@ class Comparison(NamedTuple):
     average_precision_difference: Difference
 
 
+class GroupValue(NamedTuple):
+    """A model's number in one group (or over all rows), or a gap between groups, with its
+    bootstrap percentile interval (resampled within each group)."""
+
+    estimate: float
+    low: float
+    high: float
+    undefined_resamples: int
+    estimate_outside_interval: bool
+
+
+class GroupRow(NamedTuple):
+    """One group's rows and a model's numbers on them (at the given threshold)."""
+
+    group: str  # the group's value in the column, or "all" for every row
+    samples: int
+    positives: int
+    prevalence: float
+    roc_auc: GroupValue  # NaN with one class in the group
+    sensitivity: GroupValue
+    specificity: GroupValue
+    selection_rate: GroupValue  # the share predicted positive
+
+
+class GroupGaps(NamedTuple):
+    """The largest minus the smallest group value (`difference`) and the smallest over the
+    largest (`ratio`), over the groups where the value is defined."""
+
+    difference: GroupValue
+    ratio: GroupValue
+
+
+class GroupModel(NamedTuple):
+    """A model by group: each group's row, all rows, the gaps, and the fairness differences at
+    the given threshold (fairlearn's definitions)."""
+
+    groups: tuple[GroupRow, ...]
+    overall: GroupRow
+    roc_auc_gap: GroupGaps
+    sensitivity_gap: GroupGaps
+    specificity_gap: GroupGaps
+    selection_rate_gap: GroupGaps
+    demographic_parity_difference: GroupValue  # the selection rate's difference
+    equalized_odds_difference: GroupValue  # max(sensitivity's, false positive rate's)
+
+
+class ByGroup(NamedTuple):
+    """The by-group section (--group COL)."""
+
+    column: str
+    threshold: float
+    models: dict[str, GroupModel]
+    notes: tuple[str, ...]  # e.g. a group with one class, where its AUC is undefined
+
+
 class Report(NamedTuple):
     metadata: Metadata
     data: Data
     models: dict[str, ModelReport]
     comparison: tuple[Comparison, ...]  # every pair of models, in the order given
+    by_group: ByGroup | None = None  # --group
 
 
 def plain(value: Any) -> Any:
