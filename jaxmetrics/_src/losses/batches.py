@@ -87,10 +87,19 @@ def balanced_batches(
 
 
 def _permutations(bits: Array) -> Array:
-    """A permutation of the second-to-last axis per leading index: sort by 64 random bits."""
-    order = jax.lax.broadcasted_iota(jnp.int32, bits.shape[:-1], bits.ndim - 2)
-    keys = (bits[..., 0], bits[..., 1], order)
-    return jax.lax.sort(keys, dimension=bits.ndim - 2, num_keys=2)[2]
+    """A permutation of the second-to-last axis per leading index: sort by 64 random bits.
+
+    Two stable passes of one uint32 word carrying an int32 index, the low word first (a radix
+    sort): each a single unsigned compare, which XLA's GPU sort rewriter hands to CUB.
+    """
+    high, low = bits[..., 0], bits[..., 1]
+    axis = high.ndim - 1
+
+    def stable_sort(keys: Array, values: Array) -> Array:
+        return jax.lax.sort((keys, values), dimension=axis, num_keys=1, is_stable=True)[1]
+
+    by_low = stable_sort(low, jax.lax.broadcasted_iota(jnp.int32, low.shape, axis))
+    return stable_sort(jnp.take_along_axis(high, by_low, axis=-1), by_low)
 
 
 @functools.partial(jax.jit, static_argnames=("shape", "dealt"))

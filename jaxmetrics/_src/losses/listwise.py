@@ -25,6 +25,7 @@ from jaxmetrics._src.core.numerics import safe_divide
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.losses.pair_sums import row_sums
 from jaxmetrics._src.losses.soft import check_temperature
+from jaxmetrics._src.mesh.sample_sort import ascending_order
 
 
 def _query_inputs(
@@ -64,7 +65,9 @@ def _approx_ndcg_kernel(scores: Array, relevance: Array, mask: Array, temperatur
     rank = 1 + row_sums(scores, scores, mask, above, skip_diagonal=True)
     gains = mask * relevance
     dcg = (gains / jnp.log2(1 + rank)).sum()
-    ideal = jnp.sort(gains)[::-1]
+    # (by an unsigned key and an index, the sort CUB takes on a GPU; a float sort's NaN-aware
+    # comparator is not one compare)
+    ideal = gains[ascending_order(gains)][::-1]
     places = jnp.arange(1, ideal.shape[0] + 1, dtype=ideal.dtype)
     return 1 - safe_divide(dcg, (ideal / jnp.log2(1 + places)).sum(), 1.0)
 

@@ -24,6 +24,7 @@ import numpy as np
 from jaxmetrics._src.core import checks, coercion, host_kernels, kernels
 from jaxmetrics._src.core.options import check_option
 from jaxmetrics._src.core.typing import Array, ArrayLike, Sampling, options_of
+from jaxmetrics._src.mesh.sample_sort import ascending_order
 
 _SAMPLINGS = options_of(Sampling)
 
@@ -132,11 +133,30 @@ class _Strata(NamedTuple):
 
 
 def _strata(stratify: Array) -> _Strata:
-    members = jnp.argsort(stratify, stable=True).astype(jnp.int32)
+    members = _stratum_order(stratify)
     grouped = stratify[members]
     offset = jnp.searchsorted(grouped, grouped, side="left").astype(jnp.int32)
     stop = jnp.searchsorted(grouped, grouped, side="right").astype(jnp.int32)
     return _Strata(members, offset, stop - offset)
+
+
+def _stratum_order(stratify: Array) -> Array:
+    """``jnp.argsort(stratify, stable=True)`` (int32) of 1-D labels, by one unsigned key carrying
+    an int32 index: a single unsigned compare, which XLA's GPU sort rewriter hands to CUB (a
+    signed or float key would keep it on XLA's comparison sort). Floats: -0.0 with +0.0, NaN
+    last (`ascending_order`)."""
+    dtype = stratify.dtype
+    if jnp.issubdtype(dtype, jnp.floating):
+        return ascending_order(stratify)
+    unsigned = jnp.uint64 if dtype.itemsize == 8 else jnp.uint32
+    if dtype == jnp.bool_ or jnp.issubdtype(dtype, jnp.unsignedinteger):
+        keys = stratify.astype(unsigned)
+    else:  # two's complement with the sign bit flipped: the unsigned order is the signed one
+        signed = jnp.int64 if dtype.itemsize == 8 else jnp.int32
+        bits = jax.lax.bitcast_convert_type(stratify.astype(signed), unsigned)
+        keys = bits ^ jnp.array(1 << (8 * jnp.dtype(unsigned).itemsize - 1), unsigned)
+    index = jnp.arange(stratify.shape[0], dtype=jnp.int32)
+    return jax.lax.sort((keys, index), num_keys=1, is_stable=True)[1]
 
 
 def resample_weights(

@@ -274,14 +274,28 @@ def _rank_keys(keys: Array) -> Array:
     """float32 stand-ins ``[..., m]`` for the scores of keys ``[..., m, 2]``: the same order and
     ties, as the dense rank of each key made a positive normal float32 (`ScoreCodec`'s keys)."""
     high, low = keys[..., 0], keys[..., 1]
-    axis = high.ndim - 1
-    position = jax.lax.broadcasted_iota(jnp.int32, high.shape, axis)
-    high, low, order = jax.lax.sort((high, low, position), dimension=axis, num_keys=2)
+    order = _key_order(high, low)
+    high, low = (jnp.take_along_axis(word, order, axis=-1) for word in (high, low))
     first = jnp.ones((*high.shape[:-1], 1), bool)
     changes = (high[..., 1:] != high[..., :-1]) | (low[..., 1:] != low[..., :-1])
     rank = sorting.cumulative(jnp.concatenate([first, changes], -1).astype(jnp.int32)) - 1
-    _, rank = jax.lax.sort((order, rank), dimension=axis, num_keys=1)  # back to buffer order
+    # back to buffer order: the positions (a permutation, so unsigned) carry the ranks
+    _, rank = _stable_sort(order.astype(jnp.uint32), rank)
     return jax.lax.bitcast_convert_type(rank.astype(jnp.uint32) + _FIRST_RANK_BITS, jnp.float32)
+
+
+def _stable_sort(keys: Array, values: Array) -> tuple[Array, Array]:
+    """Unsigned `keys` sorted stably along the last axis, carrying int32 `values`: one
+    unsigned compare, the form XLA's GPU sort rewriter hands to CUB's radix sort."""
+    return jax.lax.sort((keys, values), dimension=keys.ndim - 1, num_keys=1, is_stable=True)
+
+
+def _key_order(high: Array, low: Array) -> Array:
+    """The stable ascending permutation (int32) of the 64-bit keys (high, low) along the last
+    axis: two stable passes of one uint32 word each, the low word first (a radix sort)."""
+    position = jax.lax.broadcasted_iota(jnp.int32, high.shape, high.ndim - 1)
+    _, by_low = _stable_sort(low, position)
+    return _stable_sort(jnp.take_along_axis(high, by_low, axis=-1), by_low)[1]
 
 
 def _values_of_keys(keys: Array) -> Array:
