@@ -236,6 +236,10 @@ def test_every_public_metric_of_samples_is_registered():
         jm.venkatraman_test_unpaired,
         jm.reliability_bins,  # reliability_table plus intervals: test_calibration.py
         jm.decision_curve,  # net_benefit and its references (treat-all): test_decision.py
+        jm.equalized_odds_difference,  # 0/1 decisions and groups, not scores: test_groups.py
+        jm.equalized_odds_ratio,
+        jm.equal_opportunity_difference,
+        jm.equal_opportunity_ratio,
         jm.multiclass_log_loss,  # rows of probabilities summing to 1, not class scores:
         jm.multiclass_brier_score,  # test_multiclass_calibration.py
         jm.budget_threshold,  # takes no labels
