@@ -394,3 +394,20 @@ def test_bootstrap_is_the_stratified_bootstrap_of_each_group_and_gap():
         np.testing.assert_allclose(got.high, high, rtol=1e-5, atol=1e-6)
     assert result.overall.samples.shape == (num_resamples,)
     assert int(result.difference.num_undefined) == int(np.isnan(difference).sum())
+
+
+def test_calibration_by_group_equals_each_group_fitted_alone():
+    """Issue 29's "AUC/calibration by group": a calibration metric through `by_group` (its
+    `.value`, a weighted metric) equals the fit on each group's rows alone."""
+    rng = np.random.default_rng(29)
+    probs = rng.beta(2, 3, 600)
+    labels = (rng.random(600) < probs).astype(np.int32)
+    groups = rng.integers(0, 3, 600)
+
+    def slope(p, y, sample_weight):
+        return jm.calibration_slope(p, y, sample_weight=sample_weight).value
+
+    got = jm.by_group(slope, probs, labels, groups=groups, num_groups=3)
+    alone = [float(slope(probs[groups == g], labels[groups == g], None)) for g in range(3)]
+    np.testing.assert_allclose(got.values, alone, rtol=1e-4)
+    np.testing.assert_allclose(got.difference, max(alone) - min(alone), rtol=1e-3)
