@@ -16,6 +16,7 @@ import numpy as np
 from jaxmetrics._src.core import checks, coercion
 from jaxmetrics._src.core.options import check_count, check_probability_level
 from jaxmetrics._src.core.typing import Array, ArrayLike
+from jaxmetrics._src.mesh.sample_sort import two_key_order
 from jaxmetrics._src.stats.resampling import check_key
 
 
@@ -92,14 +93,7 @@ def _permutations(bits: Array) -> Array:
     Two stable passes of one uint32 word carrying an int32 index, the low word first (a radix
     sort): each a single unsigned compare, which XLA's GPU sort rewriter hands to CUB.
     """
-    high, low = bits[..., 0], bits[..., 1]
-    axis = high.ndim - 1
-
-    def stable_sort(keys: Array, values: Array) -> Array:
-        return jax.lax.sort((keys, values), dimension=axis, num_keys=1, is_stable=True)[1]
-
-    by_low = stable_sort(low, jax.lax.broadcasted_iota(jnp.int32, low.shape, axis))
-    return stable_sort(jnp.take_along_axis(high, by_low, axis=-1), by_low)
+    return two_key_order(bits[..., 0], bits[..., 1])
 
 
 @functools.partial(jax.jit, static_argnames=("shape", "dealt"))

@@ -55,6 +55,17 @@ def merge_ties(values: Array, positive: Array, negative: Array) -> Merged:
     return merge_ties_indexed(values, positive, negative)[0]
 
 
+def two_key_order(major: Array, minor: Array) -> Array:
+    """The stable ascending int32 permutation by unsigned (`major`, `minor`) along the last
+    axis: two stable passes of (key, int32 index), the minor key first (a radix sort), each a
+    single unsigned compare, the form XLA's GPU sort rewriter hands to CUB."""
+    axis = major.ndim - 1
+    index = jax.lax.broadcasted_iota(jnp.int32, minor.shape, axis)
+    by_minor = jax.lax.sort((minor, index), dimension=axis, num_keys=1, is_stable=True)[1]
+    major = jnp.take_along_axis(major, by_minor, axis=axis)
+    return jax.lax.sort((major, by_minor), dimension=axis, num_keys=1, is_stable=True)[1]
+
+
 def ascending_order(values: Array) -> Array:
     """The stable ascending permutation (int32) of 1-D `values`: floats as `jnp.sort` orders
     them (-0.0 with +0.0, NaN last), or int32.

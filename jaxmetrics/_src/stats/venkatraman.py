@@ -20,7 +20,7 @@ from jaxmetrics._src.core import batching, checks, coercion, exact_order, kernel
 from jaxmetrics._src.core.numerics import float_dtype
 from jaxmetrics._src.core.options import check_count
 from jaxmetrics._src.core.typing import Array, ArrayLike
-from jaxmetrics._src.mesh.sample_sort import ascending_order
+from jaxmetrics._src.mesh.sample_sort import ascending_order, two_key_order
 from jaxmetrics._src.stats.resampling import check_key, random_bits, seed_words
 
 # Permutations evaluated together per vmapped step: their random bits and sorted copies stay
@@ -79,15 +79,11 @@ def _stable_order(keys: Array, index: Array | None = None) -> Array:
 def _by_two_keys(major: Array, minor: Array) -> Array:
     """The stable ascending order of samples by (`major`, `minor`), both unsigned."""
 
-    def passes(major: Array, minor: Array) -> Array:
-        by_minor = _stable_order(minor)
-        return _stable_order(major[by_minor], by_minor)
-
     def at_once(major: Array, minor: Array) -> Array:
         index = jnp.arange(major.shape[0], dtype=jnp.int32)
         return jax.lax.sort((major, minor, index), num_keys=2, is_stable=True)[2]
 
-    return _cpu_or_cub(at_once, passes, major, minor)
+    return _cpu_or_cub(at_once, two_key_order, major, minor)
 
 
 def _float_order(values: Array) -> Array:

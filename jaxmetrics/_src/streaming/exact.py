@@ -22,7 +22,7 @@ from jaxmetrics._src.core import (
     validation,
 )
 from jaxmetrics._src.core.typing import Array, ArrayLike
-from jaxmetrics._src.mesh import forms
+from jaxmetrics._src.mesh import forms, sample_sort
 from jaxmetrics._src.metrics import ranking
 from jaxmetrics._src.streaming.base import (
     check_batch,
@@ -274,7 +274,7 @@ def _rank_keys(keys: Array) -> Array:
     """float32 stand-ins ``[..., m]`` for the scores of keys ``[..., m, 2]``: the same order and
     ties, as the dense rank of each key made a positive normal float32 (`ScoreCodec`'s keys)."""
     high, low = keys[..., 0], keys[..., 1]
-    order = _key_order(high, low)
+    order = sample_sort.two_key_order(high, low)
     high, low = (jnp.take_along_axis(word, order, axis=-1) for word in (high, low))
     first = jnp.ones((*high.shape[:-1], 1), bool)
     changes = (high[..., 1:] != high[..., :-1]) | (low[..., 1:] != low[..., :-1])
@@ -288,14 +288,6 @@ def _stable_sort(keys: Array, values: Array) -> tuple[Array, Array]:
     """Unsigned `keys` sorted stably along the last axis, carrying int32 `values`: one
     unsigned compare, the form XLA's GPU sort rewriter hands to CUB's radix sort."""
     return jax.lax.sort((keys, values), dimension=keys.ndim - 1, num_keys=1, is_stable=True)
-
-
-def _key_order(high: Array, low: Array) -> Array:
-    """The stable ascending permutation (int32) of the 64-bit keys (high, low) along the last
-    axis: two stable passes of one uint32 word each, the low word first (a radix sort)."""
-    position = jax.lax.broadcasted_iota(jnp.int32, high.shape, high.ndim - 1)
-    _, by_low = _stable_sort(low, position)
-    return _stable_sort(jnp.take_along_axis(high, by_low, axis=-1), by_low)[1]
 
 
 def _values_of_keys(keys: Array) -> Array:
