@@ -42,7 +42,8 @@ from jaxmetrics.report.result import (
     number,
     numbers,
 )
-from jaxmetrics.report.validation import evaluate_validation
+from jaxmetrics.report.validation import bootstrapped as bootstrapped_validation
+from jaxmetrics.report.validation import evaluate_eager, evaluate_validation
 
 # A curve keeps at most this many points in the report (and its JSON): more than a plot resolves.
 MAX_CURVE_POINTS = 2000
@@ -276,6 +277,10 @@ def evaluate(
     scores = np.stack([table.models[name] for name in names]).astype(np.float64)
     data = evaluate_data(labels)
     keys = order_keys(scores)
+    # calibration and decision curves are for models whose scores are all probabilities
+    probability = tuple(m for m in range(len(names)) if _is_probability(scores[m]))
+    probs = scores[list(probability)]
+    extra = bootstrapped_validation(probability, metadata) if probability else None
     turn = threading.Event()  # this thread's turn: the bootstrap is running, or is compiling
     store = None if programs is None else ProgramStore(programs, on_miss=turn.set)
     background: _InBackground
@@ -287,9 +292,11 @@ def evaluate(
         if progress is not None:
             progress(label, done, total)
 
-    def ranking() -> Ranking:
+    def ranking() -> tuple[Ranking, jm.BootstrapResult | None]:
         try:
-            return evaluate_ranking(keys, labels, data, metadata, checked, table.clusters, store)
+            return evaluate_ranking(
+                keys, labels, data, metadata, checked, table.clusters, store, scores, extra
+            )
         finally:
             turn.set()
 
@@ -301,30 +308,24 @@ def evaluate(
             turn.wait()
         parts = {name: _evaluate_model(metadata, scores[m], labels) for m, name in enumerate(names)}
         delong_low, delong_high, tests = evaluate_delong(scores, labels, data, clustered)
-        probability = [name for name in names if parts[name][0] is not None]
-        decision_curves: dict[str, Any] = dict.fromkeys(names)
-        if probability:
-            completions, curves = evaluate_validation(
-                np.stack([scores[names.index(name)] for name in probability]),
-                labels,
-                data,
-                metadata,
-                table.clusters,
-                progress,
-            )
-            for name, completion, curve in zip(probability, completions, curves, strict=True):
-                parts[name] = (parts[name][0]._replace(**completion), *parts[name][1:])
-                decision_curves[name] = curve
+        eager = evaluate_eager(probs, labels, metadata) if probability else None
         by_group = None
         if table.groups is not None:
-            by_group = evaluate_groups(scores, keys, labels, table.groups, names, metadata)
+            by_group = evaluate_groups(scores, keys, labels, table.groups, names, metadata, store)
     except KeyboardInterrupt:
         background.cancelled.set()
         raise
     except BaseException:
         background.stop()
         raise
-    bootstrapped = background.result()
+    bootstrapped, validation = background.result()
+    decision_curves: dict[str, Any] = dict.fromkeys(names)
+    if probability:
+        completions, curves = evaluate_validation(validation, eager, data, metadata)
+        for m, completion, curve in zip(probability, completions, curves, strict=True):
+            name = names[m]
+            parts[name] = (parts[name][0]._replace(**completion), *parts[name][1:])
+            decision_curves[name] = curve
     models = {}
     for m, name in enumerate(names):
         calibration, roc_points, pr_points, thresholds = parts[name]

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxmetrics as jm
+from jaxmetrics.report.programs import ProgramStore, kept_metric
 from jaxmetrics.report.ranking import seed_key
 from jaxmetrics.report.result import (
     ByGroup,
@@ -36,8 +37,7 @@ _AUC, _SENSITIVITY, _SPECIFICITY, _FPR, _SELECTION = range(5)
 CONFIDENCE = 0.95
 
 
-@jax.jit  # `by_group` calls it eagerly for all rows: one program, not one per operation
-def _panel(keys, decisions, labels, *, sample_weight):
+def _numbers(keys, decisions, labels, sample_weight):
     """``[M, 5]``: ROC AUC of the order keys, then sensitivity, specificity, false positive
     rate and selection rate of the 0/1 decisions."""
     counts = jm.confusion_counts(decisions, labels, 0.5, sample_weight=sample_weight)
@@ -53,6 +53,12 @@ def _panel(keys, decisions, labels, *, sample_weight):
         ],
         axis=-1,
     )
+
+
+@jax.jit  # `by_group` calls it eagerly for all rows: one program, not one per operation
+def _panel(keys, decisions, labels, *, sample_weight):
+    """`_numbers` as a metric (no programs kept)."""
+    return _numbers(keys, decisions, labels, sample_weight)
 
 
 def _value(result: jm.BootstrapResult, index: tuple, defined: bool = True) -> GroupValue:
@@ -91,16 +97,18 @@ def evaluate_groups(
     groups: np.ndarray,
     names: list[str],
     metadata: Metadata,
+    store: ProgramStore | None = None,
 ) -> ByGroup:
     """The by-group section for `scores` ``[M, n]`` (their order keys `keys`), the group of
-    each row `groups` (text; at most `read.MAX_GROUPS` distinct values)."""
+    each row `groups` (text; at most `read.MAX_GROUPS` distinct values). With a `store`, the
+    panel's programs are kept between runs (`programs.kept_metric`)."""
     distinct, index = np.unique(groups, return_inverse=True)
     group_names = [str(name) for name in distinct]
     index = index.reshape(-1).astype(np.int32)
     num_groups = len(group_names)
     decisions = (scores >= metadata.threshold).astype(np.float32)
     result = jm.by_group_bootstrap(
-        _panel,
+        _panel if store is None else kept_metric(store, "groups", _numbers),
         keys,
         decisions,
         labels,

@@ -26,6 +26,7 @@ import jax
 import jaxlib
 
 import jaxmetrics
+import jaxmetrics as jm
 
 _FORMAT = b"jaxmetrics exported program 1\n"
 
@@ -159,3 +160,47 @@ def write(path: Path, header: dict[str, Any], payload: bytes) -> None:
         os.replace(temporary, path)
     except OSError:
         Path(temporary).unlink(missing_ok=True)
+
+
+def kept_metric(store: ProgramStore, name: str, function: Callable[..., Any]):
+    """`function(*arrays, weights)` as a metric for `jm.bootstrap` and `jm.by_group_bootstrap`
+    (marked `jm.estimate_in_loop`: its caller checked the inputs) whose batched forms are
+    programs `store` keeps, so that a second run traces none of them.
+
+    Those functions evaluate their metric under `jax.vmap` of the weights inside a compiled
+    loop (by_group: a vmap of the group masks inside the vmap of the resamples). With
+    `custom_vmap`, each level of that batching is a call of a kept program: `function` batched
+    over the weights once, twice, ... (`_kept`); an eager call (an estimate) is the plain
+    program's."""
+
+    @jm.estimate_in_loop
+    def metric(*arrays: Any, sample_weight: Any) -> Any:
+        if sample_weight is None:  # (by_group's value over all rows)
+            unweighted = functools.partial(_unweighted, function)
+            return store.call(f"{name}-unweighted", unweighted, *arrays)
+        return _kept(store, name, function, 0)(*arrays, sample_weight)
+
+    return metric
+
+
+def _unweighted(function: Callable[..., Any], *arrays: Any) -> Any:
+    return function(*arrays, None)
+
+
+def _kept(store: ProgramStore, name: str, function: Callable[..., Any], depth: int):
+    """`function` as the kept program ``{name}-{depth}``; batched over its last argument alone
+    (the weights), the kept program of `function` vmapped over it, one level deeper."""
+
+    @jax.custom_batching.custom_vmap
+    def kept(*args: Any) -> Any:
+        return store.call(f"{name}-{depth}", function, *args)
+
+    @kept.def_vmap
+    def batched(axis_size: int, in_batched: Any, *args: Any) -> tuple[Any, bool]:
+        axes = tuple(0 if mapped else None for mapped in in_batched)
+        vmapped = jax.vmap(function, in_axes=axes)
+        if not any(in_batched[:-1]) and in_batched[-1]:
+            return _kept(store, name, vmapped, depth + 1)(*args), True
+        return vmapped(*args), True  # another batching: traced, not kept
+
+    return kept

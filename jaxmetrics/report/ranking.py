@@ -2,16 +2,18 @@
 
 One `jm.bootstrap` of one metric, the panel (ROC AUC, AP, the partial AUC, and the sensitivity
 at the clinical and band specificities), gives all the intervals; its samples give the paired
-comparison too, both models having been scored on the same resamples.
+comparison too, both models having been scored on the same resamples. The same call bootstraps
+the validation section's numbers (`Extra`) on the same resamples: one compiled loop, not two.
 
 The panel's metrics depend on the order of the scores only, so it is given exact order keys
 (`order_keys`) in place of the float64 scores, which float32 would merge where they are close.
 With a `ProgramStore` (the command line with its caches), the panel's programs are kept between
-runs with `jax.export` (`stored_panel`): a second run does not trace it again.
+runs with `jax.export` (`programs.kept_metric`): a second run does not trace it again.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -20,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxmetrics as jm
-from jaxmetrics.report.programs import ProgramStore
+from jaxmetrics.report.programs import ProgramStore, kept_metric
 from jaxmetrics.report.read import ReportError
 from jaxmetrics.report.result import (
     AucInterval,
@@ -83,43 +85,51 @@ def _panel(keys, labels, sample_weight):
     )
 
 
-# the keys are checked (the reader checked the scores): the bootstrap takes the estimate from its
-# compiled loop, and the panel's eager call (four more programs, 0.7 s of a warm run) is left out
-@jm.estimate_in_loop
-def ranking_panel(keys, labels, *, sample_weight):
-    """Every bootstrapped ranking number of a model on a last axis: ROC AUC, AP, the partial
-    AUC, then the sensitivities at the clinical and band specificities (`order_keys` of the
-    scores: the metrics depend on their order only)."""
-    return _panel(keys, labels, sample_weight)
+class Extra(NamedTuple):
+    """More numbers to bootstrap on the same resamples as the ranking panel: `function(scores,
+    labels, weights)` ``[M2, columns]`` of the `rows` of the scores ``[M, n]`` (the probability
+    models' numbers of `validation`: one compiled loop and one kept program for both)."""
+
+    rows: tuple[int, ...]
+    function: Callable
+    columns: int
 
 
-def stored_panel(store: ProgramStore):
-    """`ranking_panel` whose programs `store` keeps.
+@functools.cache  # one function per extra: a second report in a process reuses its compilation
+def _joint(extra: Extra | None):
+    """The bootstrapped function of (keys, [scores,] labels, weights): the ranking panel
+    ``[M, K]`` and the `extra` numbers, flattened into one vector (split again by `_split`)."""
 
-    The bootstrap evaluates its metric under `jax.vmap` inside its compiled loop; with
-    `custom_vmap`, that batched form is a kept program (the panel of a step of resamples, one
-    weight vector each), and so is the plain form, which `custom_vmap` traces for its shapes.
-    An eager call (the estimate, where the loop has no slot for it) is `ranking_panel`'s."""
-    resampled = jax.vmap(_panel, in_axes=(None, None, 0))
+    def joint(keys, *rest):
+        *scores, labels, weights = rest
+        values = [_panel(keys, labels, weights).reshape(-1)]
+        if extra is not None:
+            chosen = scores[0][np.array(extra.rows)]
+            values.append(extra.function(chosen, labels, weights).reshape(-1))
+        return jnp.concatenate(values)
 
-    @jax.custom_batching.custom_vmap
-    def panel(keys, labels, weights):
-        return store.call("ranking-panel", _panel, keys, labels, weights)
+    return joint
 
-    @panel.def_vmap
-    def batched(axis_size, in_batched, keys, labels, weights):
-        if list(in_batched) == [False, False, True]:  # the bootstrap's step: weights vary
-            return store.call("ranking-panel-resampled", resampled, keys, labels, weights), True
-        axes = tuple(0 if mapped else None for mapped in in_batched)
-        return jax.vmap(_panel, in_axes=axes)(keys, labels, weights), True
 
-    @jm.estimate_in_loop
-    def metric(keys, labels, *, sample_weight):
-        if not isinstance(sample_weight, jax.core.Tracer):  # an eager call, as without a store
-            return _panel(keys, labels, sample_weight)
-        return panel(keys, labels, sample_weight)
+@functools.cache
+def _unkept(extra: Extra | None):
+    """`_joint(extra)` as the bootstrap's metric (no programs kept)."""
+    joint = _joint(extra)
+    return jm.estimate_in_loop(lambda *arrays, sample_weight: joint(*arrays, sample_weight))
 
-    return metric
+
+def _split(result: jm.BootstrapResult, shapes: list[tuple[int, ...]]) -> list[jm.BootstrapResult]:
+    """`result` of the flat vector `_joint` returns, as one result per part of these shapes."""
+    parts, start = [], 0
+    for shape in shapes:
+        size = int(np.prod(shape))
+        parts.append(
+            jm.BootstrapResult(
+                *(f[..., start : start + size].reshape(f.shape[:-1] + shape) for f in result)
+            )
+        )
+        start += size
+    return parts
 
 
 class Ranking(NamedTuple):
@@ -150,21 +160,37 @@ def evaluate_ranking(
     progress: Progress | None = None,
     clusters: np.ndarray | None = None,
     store: ProgramStore | None = None,
-) -> Ranking:
+    scores: np.ndarray | None = None,
+    extra: Extra | None = None,
+) -> tuple[Ranking, jm.BootstrapResult | None]:
     """Bootstrap (percentile) intervals of ROC AUC, AP and the clinical numbers, and the ROC
-    band, of `order_keys` of the scores (clustered data: whole clusters resampled)."""
+    band, of `order_keys` of the scores (clustered data: whole clusters resampled); and the
+    bootstrap of the `extra` numbers of the `scores` on the same resamples (None without).
+
+    The keys are checked (the reader checked the scores): the estimate comes from the compiled
+    loop (`jm.estimate_in_loop`), not from eager calls of the panel (more programs to compile).
+    With a `store`, the panel's programs are kept between runs (`programs.kept_metric`)."""
     tick = None if progress is None else (lambda done, total: progress(LABEL, done, total))
-    panel = jm.bootstrap(
-        ranking_panel if store is None else stored_panel(store),
-        keys,
-        labels,
+    arrays = (keys, labels) if extra is None else (keys, scores, labels)
+    if store is None:
+        metric = _unkept(extra)
+    else:
+        name = "ranking" if extra is None else "ranking-validation"
+        metric = kept_metric(store, name, _joint(extra))
+    result = jm.bootstrap(
+        metric,
+        *arrays,
         key=seed_key(metadata.seed),
         num_resamples=metadata.resamples,
         groups=clusters,
         progress=tick,
     )
     # numpy from here on: indexing device arrays would compile one small program per shape
-    panel = jm.BootstrapResult(*(np.asarray(field) for field in panel))
+    result = jm.BootstrapResult(*(np.asarray(field) for field in result))
+    shapes = [(keys.shape[0], 3 + len(CLINICAL_SPECIFICITIES) + len(BAND_SPECIFICITIES))]
+    if extra is not None:
+        shapes.append((len(extra.rows), extra.columns))
+    panel, *others = _split(result, shapes)
     auc, ap = (jm.BootstrapResult(*(field[..., k] for field in panel)) for k in (0, 1))
     nan = float("nan")
     aucs, aps, clinical, bands = [], [], [], []
@@ -178,4 +204,4 @@ def evaluate_ranking(
         if not has_intervals(data):
             band[1] = band[2] = (nan,) * len(BAND_SPECIFICITIES)
         bands.append(RocBand(BAND_SPECIFICITIES, *band))
-    return Ranking(aucs, aps, clinical, bands, auc, ap)
+    return Ranking(aucs, aps, clinical, bands, auc, ap), (others[0] if others else None)

@@ -1,10 +1,10 @@
 """The report's validation numbers of probability models: recalibration and decision curves.
 
-One `jm.bootstrap` call, over the probability models together (``[M, n]``), gives every
-bootstrapped number of these sections: the recalibration intercept and slope (with their Wald
-intervals and Spiegelhalter's test in the same output, whose estimate is the metric on all
-rows) and the net benefit at the table's thresholds. The resamples are the ranking's (the same
-key, resample count and clusters). Eager calls on the float64 probabilities give what depends
+The ranking's `jm.bootstrap` call, over the probability models together (``[M, n]``), gives
+every bootstrapped number of these sections on its resamples (`bootstrapped`, a
+`ranking.Extra`): the recalibration intercept and slope (with their Wald intervals and
+Spiegelhalter's test in the same output, whose estimate is the metric on all rows) and the net
+benefit at the table's thresholds. Eager calls on the float64 probabilities give what depends
 on where a probability falls exactly: the binned and debiased L2 calibration errors (the bins
 of the reliability table), and the net benefit, treat-all and interventions avoided at the
 table's thresholds and over the plot's grid (`jm.decision_curve`).
@@ -12,13 +12,14 @@ table's thresholds and over the plot's grid (`jm.decision_curve`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
 
 import jaxmetrics as jm
-from jaxmetrics.report.ranking import seed_key
+from jaxmetrics.report.ranking import Extra
 from jaxmetrics.report.result import (
     Data,
     DecisionCurve,
@@ -33,8 +34,6 @@ from jaxmetrics.report.result import (
     numbers,
 )
 
-Progress = Callable[[str, int, int], None]
-LABEL = "calibration and net benefit"
 # the decision curve's table: these thresholds, the given one and the Bayes threshold
 DECISION_THRESHOLDS = (0.05, 0.1, 0.2, 0.3)
 # the plot's grid: 0.01, 0.02, ..., 0.99
@@ -57,19 +56,30 @@ def decision_thresholds(metadata: Metadata) -> list[tuple[float, tuple[str, ...]
     return sorted(chosen.items())
 
 
-def _panel(thresholds: np.ndarray):
-    @jm.estimate_in_loop  # the reader checked the probabilities and labels
-    def panel(probs, labels, *, sample_weight):
+@functools.cache  # one function per table of thresholds: a second report reuses its program
+def _panel(thresholds: tuple[float, ...]):
+    """The bootstrapped numbers of probability models ``[M, n]``: ``[M, 8 + len(thresholds)]``
+    (the reader checked the probabilities and labels)."""
+    table = np.array(thresholds, np.float64)
+
+    def panel(probs, labels, sample_weight):
         weights = dict(sample_weight=sample_weight)
         columns = [
             *jm.calibration_intercept(probs, labels, **weights),
             *jm.calibration_slope(probs, labels, **weights),
             *jm.spiegelhalter_test(probs, labels, **weights),
         ]
-        net_benefit = jm.net_benefit(probs, labels, thresholds, **weights)
+        net_benefit = jm.net_benefit(probs, labels, table, **weights)
         return jnp.concatenate([jnp.stack(columns, axis=-1), net_benefit], axis=-1)
 
     return panel
+
+
+def bootstrapped(rows: tuple[int, ...], metadata: Metadata) -> Extra:
+    """What the ranking's bootstrap computes on its resamples for these sections, of the
+    probability models, the `rows` of the scores."""
+    thresholds = tuple(t for t, _ in decision_thresholds(metadata))
+    return Extra(rows, _panel(thresholds), _NET_BENEFIT + len(thresholds))
 
 
 def _interval(result: jm.BootstrapResult, m: int, k: int, estimate: float, data: Data):
@@ -86,58 +96,60 @@ def _fit(result: jm.BootstrapResult, m: int, k: int, data: Data) -> Recalibratio
     return RecalibrationFit(estimate, wald_low, wald_high, low, high, undefined, outside)
 
 
+class Eager(NamedTuple):
+    """The numbers computed eagerly on the float64 probabilities ``[M, n]``: the decision curve
+    at the table's thresholds then on the plot's grid, and the L2 calibration errors."""
+
+    net_benefit: np.ndarray
+    treat_all: np.ndarray
+    avoided: np.ndarray
+    standardized: np.ndarray
+    l2: tuple[float, ...]
+    debiased: tuple[float, ...]
+
+
+def evaluate_eager(probs: np.ndarray, labels: np.ndarray, metadata: Metadata) -> Eager:
+    """The numbers of these sections that depend on where a probability falls exactly (eager
+    calls on float64, as the ECE: a float32 0.3 can land in the bin below)."""
+    table = np.array([t for t, _ in decision_thresholds(metadata)], np.float64)
+    grid = np.array(DECISION_GRID, np.float64)
+    curve = jm.decision_curve(probs, labels, np.concatenate([table, grid]))
+    bins = dict(num_bins=metadata.calibration_bins)
+    return Eager(
+        *(
+            np.asarray(field)
+            for field in (
+                curve.net_benefit,
+                curve.treat_all,
+                curve.interventions_avoided,
+                curve.standardized_net_benefit,
+            )
+        ),
+        l2=numbers(jm.expected_calibration_error(probs, labels, norm="l2", **bins)),
+        debiased=numbers(jm.debiased_calibration_error(probs, labels, **bins)),
+    )
+
+
 def evaluate_validation(
-    probs: np.ndarray,
-    labels: np.ndarray,
-    data: Data,
-    metadata: Metadata,
-    clusters: np.ndarray | None = None,
-    progress: Progress | None = None,
+    result: jm.BootstrapResult, eager: Eager, data: Data, metadata: Metadata
 ) -> tuple[list[dict], list[DecisionCurve]]:
-    """For the probability models `probs` ``[M, n]``: the fields that complete each one's
+    """For the probability models, from the bootstrap of their `bootstrapped` numbers (fields
+    ``[M, K]``, numpy) and their `eager` numbers: the fields that complete each one's
     calibration section (the recalibration fits, Spiegelhalter's test and the L2 errors, for
     `Calibration._replace`), and their decision curves."""
     chosen = decision_thresholds(metadata)
-    table = np.array([t for t, _ in chosen], np.float64)
-    tick = None if progress is None else (lambda done, total: progress(LABEL, done, total))
-    result = jm.bootstrap(
-        _panel(table),
-        probs,
-        labels,
-        key=seed_key(metadata.seed),
-        num_resamples=metadata.resamples,
-        groups=clusters,
-        progress=tick,
-    )
-    # numpy from here on: indexing device arrays compiles one small program per shape
-    result = jm.BootstrapResult(*(np.asarray(field) for field in result))
-    grid = np.array(DECISION_GRID, np.float64)
-    curve = jm.decision_curve(probs, labels, np.concatenate([table, grid]))
-    net_benefit, treat_all, avoided, standardized = (
-        np.asarray(field)
-        for field in (
-            curve.net_benefit,
-            curve.treat_all,
-            curve.interventions_avoided,
-            curve.standardized_net_benefit,
-        )
-    )
-    # eagerly, as the ECE: float64 probabilities fall into their bins exactly (a float32 0.3
-    # can land in the bin below), which the bootstrap's float32 arrays would not
-    bins = dict(num_bins=metadata.calibration_bins)
-    l2 = numbers(jm.expected_calibration_error(probs, labels, norm="l2", **bins))
-    debiased = numbers(jm.debiased_calibration_error(probs, labels, **bins))
-    size = table.size
+    net_benefit, treat_all, avoided, standardized = eager[:4]
+    size = len(chosen)
     completed, curves = [], []
-    for m in range(probs.shape[0]):
+    for m in range(result.estimate.shape[0]):
         estimate = result.estimate[m]
         completed.append(
             dict(
                 intercept=_fit(result, m, _INTERCEPT, data),
                 slope=_fit(result, m, _SLOPE, data),
                 spiegelhalter=Spiegelhalter(*numbers(estimate[_Z : _P + 1])),
-                l2_calibration_error=l2[m],
-                debiased_calibration_error=debiased[m],
+                l2_calibration_error=eager.l2[m],
+                debiased_calibration_error=eager.debiased[m],
             )
         )
         rows = [numbers(field[m, :size]) for field in (net_benefit, treat_all, avoided)]
