@@ -25,6 +25,7 @@ from jaxmetrics.report.ranking import Ranking, evaluate_ranking, order_keys
 from jaxmetrics.report.read import Table
 from jaxmetrics.report.result import (
     AucDifference,
+    ByGroup,
     Calibration,
     Comparison,
     Data,
@@ -224,7 +225,7 @@ class _InBackground:
     (starting it here failed the README's test command: the name was read before it was bound).
     """
 
-    def __init__(self, function: Callable[[], Any]):
+    def __init__(self, function: Callable[[], Any], name: str = "jaxmetrics-ranking"):
         self.cancelled = threading.Event()
         self._outcome: list[Any] = []
         context = contextvars.copy_context()
@@ -235,7 +236,7 @@ class _InBackground:
             except BaseException as error:  # noqa: BLE001 (handed to the caller)
                 self._outcome.append((False, error))
 
-        self._thread = threading.Thread(target=body, name="jaxmetrics-ranking", daemon=True)
+        self._thread = threading.Thread(target=body, name=name, daemon=True)
 
     def start(self) -> None:
         self._thread.start()
@@ -264,9 +265,10 @@ def evaluate(
 ) -> Report:
     """Every number of the report (what --json writes) for `table`, as `metadata` says.
 
-    The bootstrap runs on a thread of its own while this one computes the rest: XLA compiles
-    and runs without Python's lock, so on two cores the work overlaps. With `programs` (a
-    private directory), the bootstrap's panel is kept there between runs (`ranking`); when
+    The bootstrap runs on a thread of its own while this one computes the rest (and the
+    by-group bootstrap, with --group, on a third): XLA compiles and runs without Python's lock,
+    so on two cores the work overlaps. With `programs` (a private directory), the bootstraps'
+    panels are kept there between runs (`programs.kept_metric`); when
     it was kept, this thread lets the bootstrap's Python work (lowering it, loading it from
     JAX's cache) go first, and starts when its first resamples are done: the two threads would
     only hold each other up for Python's lock, and the bootstrap is the longer. An error here
@@ -300,23 +302,32 @@ def evaluate(
         finally:
             turn.set()
 
+    def by_group() -> ByGroup:
+        return evaluate_groups(scores, keys, labels, table.groups, names, metadata, store)
+
     background = _InBackground(ranking)
+    # the by-group bootstrap (other resamples) on a third thread: its compiled loop runs on the
+    # other core while this thread computes the rest (it has no step at which to stop: an error
+    # here waits for it)
+    grouped = None if table.groups is None else _InBackground(by_group, "jaxmetrics-groups")
     clustered = table.clusters is not None
     try:
         background.start()
         if store is not None:
             turn.wait()
+        if grouped is not None:
+            grouped.start()
         parts = {name: _evaluate_model(metadata, scores[m], labels) for m, name in enumerate(names)}
         delong_low, delong_high, tests = evaluate_delong(scores, labels, data, clustered)
         eager = evaluate_eager(probs, labels, metadata) if probability else None
-        by_group = None
-        if table.groups is not None:
-            by_group = evaluate_groups(scores, keys, labels, table.groups, names, metadata, store)
+        groups = None if grouped is None else grouped.result()
     except KeyboardInterrupt:
         background.cancelled.set()
         raise
     except BaseException:
         background.stop()
+        if grouped is not None:
+            grouped.stop()
         raise
     bootstrapped, validation = background.result()
     decision_curves: dict[str, Any] = dict.fromkeys(names)
@@ -342,7 +353,7 @@ def evaluate(
             decision_curve=decision_curves[name],
         )
     comparison = evaluate_comparison(names, bootstrapped, data, tests)
-    return Report(metadata, data, models, comparison, by_group)
+    return Report(metadata, data, models, comparison, groups)
 
 
 def _is_probability(scores: np.ndarray) -> bool:
