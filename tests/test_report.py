@@ -966,6 +966,24 @@ def _numbers_of(document):
 
 
 @needs_serialization
+def test_a_kept_program_is_not_served_for_other_thresholds(two_models, tmp_path):
+    """The validation panel's program depends on the decision table's thresholds, not only on
+    the input shapes: a second report of the same shapes at another threshold must not reuse
+    the first one's program (it did: here the net benefit at 0.5 was printed as the one at
+    0.4, silently; with another number of thresholds, an internal error)."""
+    table, metadata = _demo_table_and_metadata(two_models, 20)
+    other = metadata._replace(threshold=0.4)  # a fifth column of the decision table
+    with jm.xla_kernels():
+        evaluate(table, metadata, programs=tmp_path)
+        kept = evaluate(table, other, programs=tmp_path)
+        plain = evaluate(table, other)
+    assert render(kept, source="s.csv") == render(plain, source="s.csv")
+    rows = kept.models["model_a"].decision_curve.points
+    assert [point.threshold for point in rows] == [0.05, 0.1, 0.2, 0.3, 0.4]
+    assert len(list(tmp_path.glob("ranking-validation-*.program"))) == 4  # two per table
+
+
+@needs_serialization
 def test_kept_programs_leave_the_report_unchanged(two_models, tmp_path):
     """The command line with its caches keeps the bootstrap's programs with `jax.export`
     (under XLA's kernels): the run that reads them back gives the same report, byte for byte,

@@ -162,16 +162,27 @@ def write(path: Path, header: dict[str, Any], payload: bytes) -> None:
         Path(temporary).unlink(missing_ok=True)
 
 
-def kept_metric(store: ProgramStore, name: str, function: Callable[..., Any]):
+def kept_metric(
+    store: ProgramStore, name: str, function: Callable[..., Any], constants: Any = None
+):
     """`function(*arrays, weights)` as a metric for `jm.bootstrap` and `jm.by_group_bootstrap`
     (marked `jm.estimate_in_loop`: its caller checked the inputs) whose batched forms are
     programs `store` keeps, so that a second run traces none of them.
+
+    A kept program is found by its name and its inputs' shapes and dtypes: every value that
+    `function` closes over and that changes its program (thresholds, which rows) must be in
+    `constants` (JSON: numbers, strings, lists), which the name carries as a digest. Values of
+    the source code are covered by the store's digest of jaxmetrics' sources.
 
     Those functions evaluate their metric under `jax.vmap` of the weights inside a compiled
     loop (by_group: a vmap of the group masks inside the vmap of the resamples). With
     `custom_vmap`, each level of that batching is a call of a kept program: `function` batched
     over the weights once, twice, ... (`_kept`); an eager call (an estimate) is the plain
     program's."""
+
+    if constants is not None:
+        digest = hashlib.sha256(json.dumps(constants, sort_keys=True).encode()).hexdigest()
+        name = f"{name}-{digest[:16]}"
 
     @jm.estimate_in_loop
     def metric(*arrays: Any, sample_weight: Any) -> Any:

@@ -93,6 +93,7 @@ class Extra(NamedTuple):
     rows: tuple[int, ...]
     function: Callable
     columns: int
+    constants: tuple  # every value `function` depends on beyond its code (names its program)
 
 
 @functools.cache  # one function per extra: a second report in a process reuses its compilation
@@ -175,8 +176,11 @@ def evaluate_ranking(
     if store is None:
         metric = _unkept(extra)
     else:
-        name = "ranking" if extra is None else "ranking-validation"
-        metric = kept_metric(store, name, _joint(extra))
+        if extra is None:
+            metric = kept_metric(store, "ranking", _joint(None))
+        else:  # the extra's program depends on its rows and its constants (thresholds)
+            constants = [list(extra.rows), extra.constants]
+            metric = kept_metric(store, "ranking-validation", _joint(extra), constants)
     result = jm.bootstrap(
         metric,
         *arrays,

@@ -79,7 +79,7 @@ def bootstrapped(rows: tuple[int, ...], metadata: Metadata) -> Extra:
     """What the ranking's bootstrap computes on its resamples for these sections, of the
     probability models, the `rows` of the scores."""
     thresholds = tuple(t for t, _ in decision_thresholds(metadata))
-    return Extra(rows, _panel(thresholds), _NET_BENEFIT + len(thresholds))
+    return Extra(rows, _panel(thresholds), _NET_BENEFIT + len(thresholds), thresholds)
 
 
 def _interval(result: jm.BootstrapResult, m: int, k: int, estimate: float, data: Data):
