@@ -45,6 +45,18 @@ RESULTS = Path(__file__).resolve().parent / "results"
 NORMAL = NormalDist()
 
 
+def _provenance(sets: int, resamples: int, seconds: float) -> dict:
+    """What a recorded study says of its run: sizes, time, backend, JAX version, date."""
+    return dict(
+        sets=sets,
+        resamples=resamples,
+        seconds=seconds,
+        backend=jax.default_backend(),
+        jax=jax.__version__,
+        date=time.strftime("%Y-%m-%d %H:%M"),
+    )
+
+
 def binormal_mean(auc: float) -> float:
     """mu such that Phi(mu / sqrt(2)) = auc."""
     return math.sqrt(2) * NORMAL.inv_cdf(auc)
@@ -275,12 +287,7 @@ def main() -> None:
     if not args.quick:
         RESULTS.mkdir(exist_ok=True)
         record = dict(
-            sets=sets,
-            resamples=resamples,
-            seconds=seconds,
-            backend=jax.default_backend(),
-            jax=jax.__version__,
-            date=time.strftime("%Y-%m-%d %H:%M"),
+            **_provenance(sets, resamples, seconds),
             auc=auc_rows,
             clinical=clinical_rows,
             recall=recall_rows,
@@ -319,15 +326,7 @@ def validation(args, key) -> None:
     RESULTS.mkdir(exist_ok=True)
     json_path, markdown_path = RESULTS / "coverage.json", RESULTS / "coverage.md"
     record = json.loads(json_path.read_text()) if json_path.exists() else {}
-    record["validation"] = dict(
-        sets=sets,
-        resamples=resamples,
-        seconds=seconds,
-        backend=jax.default_backend(),
-        jax=jax.__version__,
-        date=time.strftime("%Y-%m-%d %H:%M"),
-        **sections,
-    )
+    record["validation"] = dict(**_provenance(sets, resamples, seconds), **sections)
     json_path.write_text(json.dumps(record, indent=1) + "\n")
     previous = markdown_path.read_text() if markdown_path.exists() else "# Coverage\n"
     kept = previous.split("\n" + VALIDATION_HEADING)[0].rstrip("\n")

@@ -26,7 +26,6 @@ import jax
 import jaxlib
 
 import jaxmetrics
-import jaxmetrics as jm
 
 _FORMAT = b"jaxmetrics exported program 1\n"
 
@@ -166,7 +165,7 @@ def kept_metric(
     store: ProgramStore, name: str, function: Callable[..., Any], constants: Any = None
 ):
     """`function(*arrays, weights)` as a metric for `jm.bootstrap` and `jm.by_group_bootstrap`
-    (marked `jm.estimate_in_loop`: its caller checked the inputs) whose batched forms are
+    (marked `jaxmetrics.estimate_in_loop`: its caller checked the inputs) whose batched forms are
     programs `store` keeps, so that a second run traces none of them.
 
     A kept program is found by its name and its inputs' shapes and dtypes: every value that
@@ -184,7 +183,7 @@ def kept_metric(
         digest = hashlib.sha256(json.dumps(constants, sort_keys=True).encode()).hexdigest()
         name = f"{name}-{digest[:16]}"
 
-    @jm.estimate_in_loop
+    @jaxmetrics.estimate_in_loop
     def metric(*arrays: Any, sample_weight: Any) -> Any:
         if sample_weight is None:  # (by_group's value over all rows)
             unweighted = functools.partial(_unweighted, function)

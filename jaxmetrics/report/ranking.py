@@ -175,12 +175,11 @@ def evaluate_ranking(
     arrays = (keys, labels) if extra is None else (keys, scores, labels)
     if store is None:
         metric = _unkept(extra)
-    else:
-        if extra is None:
-            metric = kept_metric(store, "ranking", _joint(None))
-        else:  # the extra's program depends on its rows and its constants (thresholds)
-            constants = [list(extra.rows), extra.constants]
-            metric = kept_metric(store, "ranking-validation", _joint(extra), constants)
+    elif extra is None:
+        metric = kept_metric(store, "ranking", _joint(None))
+    else:  # the extra's program depends on its rows and its constants (thresholds)
+        constants = [list(extra.rows), extra.constants]
+        metric = kept_metric(store, "ranking-validation", _joint(extra), constants)
     result = jm.bootstrap(
         metric,
         *arrays,
