@@ -16,8 +16,15 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every public name
 
 
 def _load():
-    """Import every public name into the package (once): later uses are plain attributes."""
-    _api = importlib.import_module("jaxmetrics._api")
+    """Import every public name into the package (once): later uses are plain attributes.
+
+    The first use may come inside a caller's `jax.jit` trace: the modules are imported as
+    eager code, so that what they keep at import (the kernels' notion of "not tracing") is
+    never the caller's trace (it was: every later eager call was then taken as traced)."""
+    import jax
+
+    with jax.core.eval_context():
+        _api = importlib.import_module("jaxmetrics._api")
     namespace = globals()
     namespace.update({name: getattr(_api, name) for name in _api.__all__})
     namespace["__all__"] = list(_api.__all__)

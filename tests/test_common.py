@@ -343,6 +343,27 @@ else:
     assert result.stdout.strip() == jm.__version__
 
 
+def test_a_first_use_inside_jit_leaves_eager_calls_eager():
+    """The library's modules load on the first use of a public name: when that use was inside
+    a `jax.jit` trace, the kernels took that trace for "not tracing", and every later rate
+    under jit failed ("`compiler_options` can only be passed to top-level `jax.jit`"), while
+    eager calls were compiled as if traced."""
+    script = """
+import jax, numpy as np
+import jaxmetrics as jm
+c = np.array([3, 1], np.int32)
+rate = jax.jit(lambda c: jm.accuracy(jm.Counts(c, c, c, c)))
+print(rate(c).tolist(), jm.accuracy(jm.Counts(c, c, c, c)).tolist(), rate(c + 1).tolist())
+from jaxmetrics._src.core import kernels
+print(kernels.trace_state_clean(), jax.jit(lambda x: x * kernels.trace_state_clean())(1.0))
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:2] == ["[0.5, 0.5] [0.5, 0.5] [0.5, 0.5]", "True 0.0"]
+
+
 def test_xla_kernels_refuses_a_non_boolean():
     with pytest.raises(TypeError, match="enabled must be True or False, got 'yes'"):
         with jm.xla_kernels("yes"):

@@ -127,7 +127,8 @@ def xla_kernels(enabled: bool = True) -> Iterator[None]:
         _host_callbacks.reset(token)
 
 
-_EAGER = type(jax_core.find_top_trace(()))  # the trace of code run outside any transformation
+with jax.core.eval_context():  # even where this module is imported inside a jit trace
+    _EAGER = type(jax_core.find_top_trace(()))  # the trace of code outside any transformation
 
 
 def trace_state_clean() -> bool:
