@@ -731,7 +731,7 @@ def test_an_error_of_the_main_thread_stops_the_ranking_thread(two_models, monkey
         raise KeyboardInterrupt
 
     monkeypatch.setattr(module, "evaluate_ranking", slow_ranking)
-    monkeypatch.setattr(module, "evaluate_curves", broken)
+    monkeypatch.setattr(module, "evaluate_order", broken)
     with pytest.raises(KeyboardInterrupt):
         evaluate(*_demo_table_and_metadata(two_models, 1_000_000))
     threads = [t for t in threading.enumerate() if t.name == "jaxmetrics-ranking"]
@@ -766,7 +766,7 @@ def test_ctrl_c_swallowed_by_a_finalizer_still_exits_130(two_models, monkeypatch
     both) is printed as "Exception ignored" and lost: the report then ran on and exited 0. The
     signal is delivered again; the exit status is 130 whenever the report ends."""
     module = report_modules["evaluate"]
-    curves = module.evaluate_curves
+    curves = module.evaluate_order
     signalled = []
 
     class Finalizer:
@@ -779,7 +779,7 @@ def test_ctrl_c_swallowed_by_a_finalizer_still_exits_130(two_models, monkeypatch
             Finalizer()  # dropped at once: __del__ runs here, on the main thread
         return curves(*args, **kwargs)
 
-    monkeypatch.setattr(module, "evaluate_curves", curves_then_ctrl_c)
+    monkeypatch.setattr(module, "evaluate_order", curves_then_ctrl_c)
     path = two_models[0]
     status = report_main(
         path, "--label", "outcome", "--score", "model_a", "--score", "model_b",

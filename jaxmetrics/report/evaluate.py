@@ -14,14 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 import jaxmetrics as jm
 from jaxmetrics.report.groups import evaluate_groups
+from jaxmetrics.report.order import Order, evaluate_order, thin
 from jaxmetrics.report.programs import ProgramStore
-from jaxmetrics.report.ranking import Ranking, evaluate_ranking, order_keys
+from jaxmetrics.report.ranking import Ranking, evaluate_ranking
 from jaxmetrics.report.read import Table
 from jaxmetrics.report.result import (
     AucDifference,
@@ -32,13 +31,11 @@ from jaxmetrics.report.result import (
     Difference,
     Metadata,
     ModelReport,
-    OperatingPoint,
     PrPoints,
     ReliabilityBin,
     Report,
     RocPoints,
     estimate_outside,
-    has_intervals,
     interval_or_nan,
     number,
     numbers,
@@ -46,8 +43,6 @@ from jaxmetrics.report.result import (
 from jaxmetrics.report.validation import bootstrapped as bootstrapped_validation
 from jaxmetrics.report.validation import evaluate_eager, evaluate_validation
 
-# A curve keeps at most this many points in the report (and its JSON): more than a plot resolves.
-MAX_CURVE_POINTS = 2000
 Progress = Callable[[str, int, int], None]
 
 
@@ -55,72 +50,6 @@ def evaluate_data(labels: np.ndarray) -> Data:
     n, positives = int(labels.size), int(labels.sum())
     prevalence = positives / n
     return Data(n, positives, n - positives, prevalence, max(prevalence, 1 - prevalence))
-
-
-@jax.jit
-def _rates(tp, fp, fn, tn) -> tuple[dict[str, Any], Any, Any]:
-    """The rates at some thresholds and the Wilson intervals of recall and precision, in one
-    program (eight eager calls were eight programs to trace, and on a first run to compile)."""
-    counts = jm.Counts(tp, fp, fn, tn)
-    rates = {
-        "accuracy": jm.accuracy(counts),
-        "precision": jm.precision(counts),
-        "recall": jm.recall(counts),
-        "specificity": jm.specificity(counts),
-        "f1": jm.f_beta(counts),
-        "f2": jm.f_beta(counts, beta=2.0),
-    }
-    recall = jnp.stack(jm.wilson_interval(tp, tp + fn))  # tp + fn: never 0
-    precision = jnp.stack(jm.wilson_interval(tp, jnp.maximum(tp + fp, 1)))
-    return rates, recall, precision
-
-
-def evaluate_operating_points(
-    scores: np.ndarray, labels: np.ndarray, metadata: Metadata, is_probability: bool
-) -> tuple[OperatingPoint, ...]:
-    """Counts and rates at the given threshold and at those that maximise F1/F2 or min cost."""
-    cost_fp, cost_fn = metadata.cost_fp, metadata.cost_fn
-    choices = [("given", metadata.threshold)]
-    choices.append(("youden", number(jm.youden_threshold(scores, labels).threshold)))
-    for beta, rule in ((1.0, "max_f1"), (2.0, "max_f2")):
-        choices.append((rule, number(jm.max_f_beta(scores, labels, beta=beta).threshold)))
-    if cost_fp is not None and cost_fn is not None:
-        best = jm.min_expected_cost(scores, labels, cost_fp=cost_fp, cost_fn=cost_fn)
-        choices.append(("min_cost", number(best.threshold)))
-        if is_probability:
-            choices.append(("bayes", float(jm.bayes_threshold(cost_fp=cost_fp, cost_fn=cost_fn))))
-    thresholds = np.array([t for _, t in choices], np.float64)
-    counts = jm.confusion_counts(scores, labels, thresholds)
-    rates, recall_interval, precision_interval = jax.tree.map(np.asarray, _rates(*counts))
-    rates = {name: numbers(values) for name, values in rates.items()}
-    # numpy from here on: indexing device arrays compiles one small program per shape
-    tp, fp, fn, tn = (np.asarray(c).astype(np.int64) for c in counts)
-    predicted = tp + fp
-    points = []
-    for i, (rule, threshold) in enumerate(choices):
-        precision_wilson = (
-            (number(precision_interval[0][i]), number(precision_interval[1][i]))
-            if predicted[i]
-            else (float("nan"), float("nan"))
-        )
-        cost = None
-        if cost_fp is not None and cost_fn is not None:
-            cost = (cost_fp * int(fp[i]) + cost_fn * int(fn[i])) / int(labels.size)
-        points.append(
-            OperatingPoint(
-                rule=rule,
-                threshold=threshold,
-                tp=int(tp[i]),
-                fp=int(fp[i]),
-                fn=int(fn[i]),
-                tn=int(tn[i]),
-                **{name: values[i] for name, values in rates.items()},
-                recall_wilson=(number(recall_interval[0][i]), number(recall_interval[1][i])),
-                precision_wilson=precision_wilson,
-                cost_per_sample=cost,
-            )
-        )
-    return tuple(points)
 
 
 def evaluate_calibration(scores: np.ndarray, labels: np.ndarray, num_bins: int) -> Calibration:
@@ -152,14 +81,9 @@ def evaluate_calibration(scores: np.ndarray, labels: np.ndarray, num_bins: int) 
     )
 
 
-def _thin(*columns: np.ndarray) -> list[tuple[float, ...]]:
-    """At most `MAX_CURVE_POINTS` points, evenly spaced along the curve, both ends kept."""
-    size = columns[0].shape[0]
-    keep = np.unique(np.linspace(0, size - 1, min(size, MAX_CURVE_POINTS)).round().astype(int))
-    return [numbers(c[keep]) for c in columns]
-
-
 def evaluate_curves(scores: np.ndarray, labels: np.ndarray) -> tuple[RocPoints, PrPoints]:
+    """The ROC and precision-recall curves of one model (eager calls: the multiclass report's
+    classes; the binary report's models come from `order.evaluate_order`)."""
     roc = jm.roc_curve(scores, labels)
     valid = np.asarray(roc.valid)
     fpr, tpr, thresholds = (np.asarray(a)[valid] for a in (roc.fpr, roc.tpr, roc.thresholds))
@@ -168,25 +92,7 @@ def evaluate_curves(scores: np.ndarray, labels: np.ndarray) -> tuple[RocPoints, 
     recall, precision, pr_thresholds = (
         np.asarray(a)[valid] for a in (pr.recall, pr.precision, pr.thresholds)
     )
-    roc_points = RocPoints(*_thin(fpr, tpr, thresholds))
-    pr_points = PrPoints(*_thin(recall, precision, pr_thresholds))
-    return roc_points, pr_points
-
-
-def evaluate_delong(
-    scores: np.ndarray, labels: np.ndarray, data: Data, clustered: bool
-) -> tuple[tuple[float, ...], tuple[float, ...], dict[tuple[int, int], tuple[float, ...]]]:
-    """DeLong's interval of each model's AUC (lows, highs) and DeLong's test of every pair
-    (z, p, low, high); NaN where it has no meaning: with clusters (it needs independent rows)
-    or too few of a class."""
-    models = range(scores.shape[0])
-    pairs = [(first, second) for first in models for second in models if first < second]
-    if not has_intervals(data) or clustered:
-        nan = (float("nan"),) * scores.shape[0]
-        return nan, nan, {pair: (float("nan"),) * 4 for pair in pairs}
-    delong = jm.delong(scores, labels)
-    tests = {(i, j): numbers(jm.delong_test(scores[i], scores[j], labels)) for i, j in pairs}
-    return numbers(np.asarray(delong.low)), numbers(np.asarray(delong.high)), tests
+    return RocPoints(*thin(fpr, tpr, thresholds)), PrPoints(*thin(recall, precision, pr_thresholds))
 
 
 def evaluate_comparison(
@@ -278,7 +184,8 @@ def evaluate(
     labels, names = table.labels, list(table.models)
     scores = np.stack([table.models[name] for name in names]).astype(np.float64)
     data = evaluate_data(labels)
-    keys = order_keys(scores)
+    order = Order.of(scores)
+    keys = order.keys
     # calibration and decision curves are for models whose scores are all probabilities
     probability = tuple(m for m in range(len(names)) if _is_probability(scores[m]))
     probs = scores[list(probability)]
@@ -317,8 +224,13 @@ def evaluate(
             turn.wait()
         if grouped is not None:
             grouped.start()
-        parts = {name: _evaluate_model(metadata, scores[m], labels) for m, name in enumerate(names)}
-        delong_low, delong_high, tests = evaluate_delong(scores, labels, data, clustered)
+        calibrations = [
+            evaluate_calibration(scores[m], labels, metadata.calibration_bins)
+            if m in probability
+            else None
+            for m in range(len(names))
+        ]
+        ordered = evaluate_order(order, labels, data, metadata, probability, clustered, store)
         eager = evaluate_eager(probs, labels, metadata) if probability else None
         groups = None if grouped is None else grouped.result()
     except KeyboardInterrupt:
@@ -334,41 +246,27 @@ def evaluate(
     if probability:
         completions, curves = evaluate_validation(validation, eager, data, metadata)
         for m, completion, curve in zip(probability, completions, curves, strict=True):
-            name = names[m]
-            parts[name] = (parts[name][0]._replace(**completion), *parts[name][1:])
-            decision_curves[name] = curve
+            calibrations[m] = calibrations[m]._replace(**completion)
+            decision_curves[names[m]] = curve
     models = {}
     for m, name in enumerate(names):
-        calibration, roc_points, pr_points, thresholds = parts[name]
-        auc = bootstrapped.roc_auc[m]._replace(delong_low=delong_low[m], delong_high=delong_high[m])
+        delong = dict(delong_low=ordered.delong_low[m], delong_high=ordered.delong_high[m])
         models[name] = ModelReport(
-            roc_auc=auc,
+            roc_auc=bootstrapped.roc_auc[m]._replace(**delong),
             average_precision=bootstrapped.average_precision[m],
             clinical=bootstrapped.clinical[m],
-            thresholds=thresholds,
-            calibration=calibration,
-            roc_curve=roc_points,
+            thresholds=ordered.thresholds[m],
+            calibration=calibrations[m],
+            roc_curve=ordered.roc[m],
             roc_band=bootstrapped.roc_band[m],
-            precision_recall_curve=pr_points,
+            precision_recall_curve=ordered.pr[m],
             decision_curve=decision_curves[name],
         )
-    comparison = evaluate_comparison(names, bootstrapped, data, tests)
+    comparison = evaluate_comparison(names, bootstrapped, data, ordered.tests)
     return Report(metadata, data, models, comparison, groups)
 
 
 def _is_probability(scores: np.ndarray) -> bool:
-    return bool(np.all((scores >= 0) & (scores <= 1)))
-
-
-def _evaluate_model(metadata: Metadata, scores: np.ndarray, labels: np.ndarray) -> tuple:
-    """A model's own sections: calibration, curves and operating points.
-
-    Calibration (and the Bayes threshold) are for a model whose scores are all probabilities
+    """Calibration (and the Bayes threshold) are for a model whose scores are all probabilities
     in [0, 1]: one column of logits leaves the others' calibration in place."""
-    is_probability = _is_probability(scores)
-    calibration = None
-    if is_probability:
-        calibration = evaluate_calibration(scores, labels, metadata.calibration_bins)
-    roc_points, pr_points = evaluate_curves(scores, labels)
-    thresholds = evaluate_operating_points(scores, labels, metadata, is_probability)
-    return calibration, roc_points, pr_points, thresholds
+    return bool(np.all((scores >= 0) & (scores <= 1)))

@@ -8,7 +8,7 @@ each group. The fairness differences at the threshold follow fairlearn's definit
 demographic parity is the selection rate's difference, equalized odds the larger of the true
 and false positive rates' differences (its interval from the same resamples).
 
-The panel ranks `ranking.order_keys` of the scores (the exact float64 order) and counts the
+The panel ranks `order.order_keys` of the scores (the exact float64 order) and counts the
 decisions ``score >= threshold`` made in float64 on the host, so neither depends on float32.
 """
 

@@ -2,7 +2,7 @@
 
 Every number and its interval comes from one `jm.bootstrap` of one panel, all on the same
 resamples. The panel takes the probabilities as ``[C, n]``, so that its arrays share their last
-(sample) axis, and beside them their exact order keys (`ranking.order_keys`): what depends on
+(sample) axis, and beside them their exact order keys (`order.order_keys`): what depends on
 the order only (AUC, AP, top-k) is then what scikit-learn computes in float64, and the log loss
 and Brier score estimates are eager float64 calls.
 """
@@ -26,7 +26,8 @@ from jaxmetrics.report.multiclass_result import (
     MulticlassReport,
     Predictions,
 )
-from jaxmetrics.report.ranking import order_keys, seed_key
+from jaxmetrics.report.order import order_keys
+from jaxmetrics.report.ranking import seed_key
 from jaxmetrics.report.read import MulticlassTable
 from jaxmetrics.report.result import Interval, estimate_outside, number, numbers
 

@@ -42,7 +42,7 @@ class ClassReport(NamedTuple):
     share: float  # of the rows: the AP of a random ranking
     roc_auc: Interval
     average_precision: Interval
-    roc_curve: RocPoints  # one-vs-rest points, at most `evaluate.MAX_CURVE_POINTS`
+    roc_curve: RocPoints  # one-vs-rest points, at most `order.MAX_CURVE_POINTS`
     precision_recall_curve: PrPoints
 
 

@@ -161,6 +161,15 @@ def write(path: Path, header: dict[str, Any], payload: bytes) -> None:
         Path(temporary).unlink(missing_ok=True)
 
 
+def named(name: str, constants: Any = None) -> str:
+    """The name of a kept program that depends on `constants` (JSON: numbers, strings, lists,
+    dicts) beyond its code and its inputs' shapes: the name with a digest of them."""
+    if constants is None:
+        return name
+    digest = hashlib.sha256(json.dumps(constants, sort_keys=True).encode()).hexdigest()
+    return f"{name}-{digest[:16]}"
+
+
 def kept_metric(
     store: ProgramStore, name: str, function: Callable[..., Any], constants: Any = None
 ):
@@ -179,9 +188,7 @@ def kept_metric(
     over the weights once, twice, ... (`_kept`); an eager call (an estimate) is the plain
     program's."""
 
-    if constants is not None:
-        digest = hashlib.sha256(json.dumps(constants, sort_keys=True).encode()).hexdigest()
-        name = f"{name}-{digest[:16]}"
+    name = named(name, constants)
 
     @jaxmetrics.estimate_in_loop
     def metric(*arrays: Any, sample_weight: Any) -> Any:

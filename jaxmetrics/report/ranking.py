@@ -6,7 +6,7 @@ comparison too, both models having been scored on the same resamples. The same c
 the validation section's numbers (`Extra`) on the same resamples: one compiled loop, not two.
 
 The panel's metrics depend on the order of the scores only, so it is given exact order keys
-(`order_keys`) in place of the float64 scores, which float32 would merge where they are close.
+(`order.order_keys`) in place of the float64 scores, which float32 would merge where they are close.
 With a `ProgramStore` (the command line with its caches), the panel's programs are kept between
 runs with `jax.export` (`programs.kept_metric`): a second run does not trace it again.
 """
@@ -23,7 +23,6 @@ import numpy as np
 
 import jaxmetrics as jm
 from jaxmetrics.report.programs import ProgramStore, kept_metric
-from jaxmetrics.report.read import ReportError
 from jaxmetrics.report.result import (
     AucInterval,
     Clinical,
@@ -46,18 +45,6 @@ CLINICAL_SPECIFICITIES = (0.90, 0.95)
 BAND_SPECIFICITIES = tuple(k / 20 for k in range(21))
 _SENSITIVITIES = jm.SensitivitiesAt(CLINICAL_SPECIFICITIES + BAND_SPECIFICITIES)
 LABEL = "ROC AUC, average precision and sensitivities"
-# the smallest normal float32's bits: every key is a positive normal float, ordered as its bits
-_FIRST_KEY = np.uint32(0x00800000)
-_MOST_KEYS = 0x7F800000 - 0x00800000  # past these, the bits would be infinity and NaN
-
-
-def order_keys(scores: np.ndarray) -> np.ndarray:
-    """float32 keys in the order of `scores`, ties kept: the rank of each score among all the
-    distinct scores (every model's), as the bits of a positive float32."""
-    distinct, ranks = np.unique(scores, return_inverse=True)
-    if distinct.size > _MOST_KEYS:
-        raise ReportError(f"{distinct.size} distinct scores: too many to rank exactly")
-    return (ranks.reshape(scores.shape).astype(np.uint32) + _FIRST_KEY).view(np.float32)
 
 
 def seed_key(seed: int):
@@ -165,7 +152,7 @@ def evaluate_ranking(
     extra: Extra | None = None,
 ) -> tuple[Ranking, jm.BootstrapResult | None]:
     """Bootstrap (percentile) intervals of ROC AUC, AP and the clinical numbers, and the ROC
-    band, of `order_keys` of the scores (clustered data: whole clusters resampled); and the
+    band, of `order.order_keys` of the scores (clustered data: whole clusters resampled); and the
     bootstrap of the `extra` numbers of the `scores` on the same resamples (None without).
 
     The keys are checked (the reader checked the scores): the estimate comes from the compiled

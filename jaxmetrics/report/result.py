@@ -201,7 +201,7 @@ class DecisionCurve(NamedTuple):
 class RocPoints(NamedTuple):
     """The ROC curve's points, highest threshold first, as scikit-learn's `roc_curve`.
 
-    Both curves keep at most `evaluate.MAX_CURVE_POINTS` points, evenly spaced along the curve.
+    Both curves keep at most `order.MAX_CURVE_POINTS` points, evenly spaced along the curve.
     """
 
     fpr: tuple[float, ...]
