@@ -169,7 +169,7 @@ def evaluate_order(
         values = program(*arguments)
     else:
         constants = {"costs": costs, "delong": delong}
-        values = store.call(named("order", constants), program, *arguments)
+        values = store.call(named("order", constants), program, *arguments, once=True)
     values = jax.tree.map(np.asarray, values)
     roc, pr = jm.RocCurve(*values[:4]), jm.PrCurve(*values[4:8])
     thresholds, counts, (rate_values, recall, precision) = values[8], values[9:13], values[13]

@@ -28,6 +28,9 @@ import jaxlib
 import jaxmetrics
 
 _FORMAT = b"jaxmetrics exported program 1\n"
+# XLA without LLVM's optimisation and with its older fusion emitters: the order numbers' program
+# compiles in 1.0 s instead of 3.1-3.9 s and runs in 15 ms instead of 6 ms (4,000 rows)
+FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
 
 
 def available() -> bool:
@@ -82,10 +85,20 @@ class ProgramStore:
         inputs = json.dumps(_inputs(args)).encode()
         return self.directory / f"{name}-{hashlib.sha256(inputs).hexdigest()[:24]}.program"
 
-    def call(self, name: str, function: Callable[..., Any], *args: Any) -> Any:
-        """``function(*args)`` (arrays or tracers), through its kept program where it has one."""
+    def call(self, name: str, function: Callable[..., Any], *args: Any, once: bool = False) -> Any:
+        """``function(*args)`` (arrays or tracers), through its kept program where it has one.
+
+        A program that runs `once` per report (not a loop of many evaluations) is compiled on
+        the CPU for a fast compile, as the library compiles its small eager programs."""
         exported = self.program(name, function, *args)
-        return function(*args) if exported is None else exported.call(*args)
+        if exported is None:
+            return function(*args)
+        if once and jax.default_backend() == "cpu":
+            try:
+                return jax.jit(exported.call, compiler_options=FAST_COMPILE)(*args)
+            except jax.errors.JaxRuntimeError:  # a jaxlib without these options
+                pass
+        return exported.call(*args)
 
     def program(
         self, name: str, function: Callable[..., Any], *args: Any
