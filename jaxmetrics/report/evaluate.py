@@ -18,7 +18,7 @@ import numpy as np
 
 import jaxmetrics as jm
 from jaxmetrics.report.groups import evaluate_groups
-from jaxmetrics.report.order import Order, evaluate_order, thin
+from jaxmetrics.report.order import Order, curve_points, evaluate_order
 from jaxmetrics.report.programs import ProgramStore
 from jaxmetrics.report.ranking import Ranking, evaluate_ranking
 from jaxmetrics.report.read import Table
@@ -84,15 +84,7 @@ def evaluate_calibration(scores: np.ndarray, labels: np.ndarray, num_bins: int) 
 def evaluate_curves(scores: np.ndarray, labels: np.ndarray) -> tuple[RocPoints, PrPoints]:
     """The ROC and precision-recall curves of one model (eager calls: the multiclass report's
     classes; the binary report's models come from `order.evaluate_order`)."""
-    roc = jm.roc_curve(scores, labels)
-    valid = np.asarray(roc.valid)
-    fpr, tpr, thresholds = (np.asarray(a)[valid] for a in (roc.fpr, roc.tpr, roc.thresholds))
-    pr = jm.precision_recall_curve(scores, labels)
-    valid = np.asarray(pr.valid)
-    recall, precision, pr_thresholds = (
-        np.asarray(a)[valid] for a in (pr.recall, pr.precision, pr.thresholds)
-    )
-    return RocPoints(*thin(fpr, tpr, thresholds)), PrPoints(*thin(recall, precision, pr_thresholds))
+    return curve_points(jm.roc_curve(scores, labels), jm.precision_recall_curve(scores, labels))
 
 
 def evaluate_comparison(

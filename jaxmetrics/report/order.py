@@ -16,6 +16,7 @@ thresholds, scores that float32 holds exactly give float32 ones.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -85,7 +86,7 @@ def _keys(ranks: np.ndarray) -> np.ndarray:
 
 
 @jax.jit
-def rates(tp, fp, fn, tn) -> tuple[dict[str, Any], Any, Any]:
+def _rates(tp, fp, fn, tn) -> tuple[dict[str, Any], Any, Any]:
     """The rates at some thresholds and the Wilson intervals of recall and precision."""
     counts = jm.Counts(tp, fp, fn, tn)
     values = {
@@ -121,7 +122,7 @@ def _program(costs: tuple[float, float] | None, pairs: tuple[tuple[int, int], ..
         fixed = jnp.broadcast_to(fixed, (keys.shape[0], fixed.shape[0]))
         thresholds = jnp.concatenate([fixed[:, :1], jnp.stack(chosen, axis=-1), fixed[:, 1:]], -1)
         counts = jax.vmap(lambda k, t: jm.confusion_counts(k, labels, t))(keys, thresholds)
-        values = [*roc, *pr, thresholds, *counts, rates(*counts)]
+        values = [*roc, *pr, thresholds, *counts, _rates(*counts)]
         if pairs is not None:
             delong = jm.delong(keys, labels)
             tests = [jnp.stack(jm.delong_test(keys[i], keys[j], labels)) for i, j in pairs]
@@ -176,13 +177,11 @@ def evaluate_order(
     rules = ["given", "youden", "max_f1", "max_f2"] + ["min_cost"] * (costs is not None)
     result = Numbers([], [], [], *_delong(values[14:] if delong else None, len(models), pairs))
     for m in models:
-        roc_keep, pr_keep = roc.valid[m], pr.valid[m]
-        roc_thresholds = order.decode(roc.thresholds[m][roc_keep], m)
-        roc_columns = (roc.fpr[m][roc_keep], roc.tpr[m][roc_keep], roc_thresholds)
-        result.roc.append(RocPoints(*thin(*roc_columns)))
-        pr_thresholds = order.decode(pr.thresholds[m][pr_keep], m)
-        pr_columns = (pr.recall[m][pr_keep], pr.precision[m][pr_keep], pr_thresholds)
-        result.pr.append(PrPoints(*thin(*pr_columns)))
+        model_roc, model_pr = (type(c)(*(field[m] for field in c)) for c in (roc, pr))
+        decode = functools.partial(order.decode, model=m)
+        roc_points, pr_points = curve_points(model_roc, model_pr, decode)
+        result.roc.append(roc_points)
+        result.pr.append(pr_points)
         choices = [(rules[0], metadata.threshold)]
         for k, rule in enumerate(rules[1:], 1):
             choices.append((rule, number(order.decode(thresholds[m][k], m))))
@@ -245,6 +244,21 @@ def operating_points(
             )
         )
     return tuple(points)
+
+
+def curve_points(
+    roc: jm.RocCurve, pr: jm.PrCurve, decode: Callable[[np.ndarray], np.ndarray] = np.asarray
+) -> tuple[RocPoints, PrPoints]:
+    """One model's curves as the report keeps them: their valid points, thinned (`thin`), with
+    the thresholds through `decode` (order keys into scores)."""
+    keep = np.asarray(roc.valid)
+    fpr, tpr, thresholds = (np.asarray(a)[keep] for a in (roc.fpr, roc.tpr, roc.thresholds))
+    roc_points = RocPoints(*thin(fpr, tpr, decode(thresholds)))
+    keep = np.asarray(pr.valid)
+    recall, precision, thresholds = (
+        np.asarray(a)[keep] for a in (pr.recall, pr.precision, pr.thresholds)
+    )
+    return roc_points, PrPoints(*thin(recall, precision, decode(thresholds)))
 
 
 def thin(*columns: np.ndarray) -> list[tuple[float, ...]]:
