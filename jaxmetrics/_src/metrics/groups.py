@@ -307,9 +307,11 @@ def by_group_bootstrap(
     return _split(result, num_groups)
 
 
+@functools.partial(jax.jit, static_argnums=1)
 def _split(result: BootstrapResult, num_groups: int) -> ByGroup:
     """The stacked ``[G + 3, ...]`` bootstrap of (values, overall, difference, ratio) as a
-    `ByGroup` of `BootstrapResult`s."""
+    `ByGroup` of `BootstrapResult`s (one program: eagerly, each slice of a device array was a
+    program of its own, six to trace or load from the cache on every call)."""
 
     def part(index: slice | int) -> BootstrapResult:
         estimate, low, high, standard_error, samples = result
