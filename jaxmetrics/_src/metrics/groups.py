@@ -16,7 +16,6 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from jaxmetrics._src.core import batching, checks, coercion, exact_order, kernels
 from jaxmetrics._src.core.numerics import safe_divide
@@ -28,6 +27,8 @@ from jaxmetrics._src.stats.bootstrap import (
     bootstrap,
     check_weighted,
     estimate_in_loop,
+    estimates_in_loop,
+    summary,
 )
 
 
@@ -274,24 +275,21 @@ def by_group_bootstrap(
       Efron & Tibshirani (1993), An Introduction to the Bootstrap, Chapman & Hall.
     """
     num_groups = check_count(num_groups, "num_groups")
-    estimate = by_group(
-        metric, *arrays, groups=groups, num_groups=num_groups, sample_weight=sample_weight
-    )
     checked = group_inputs(metric, arrays, groups, num_groups, sample_weight)
-    # only groups defined on the data enter a resample's gaps (a constant of the statistic)
-    defined = ~np.isnan(np.asarray(estimate.values))
+    if not estimates_in_loop(metric):  # the metric's own checks of its input, as `by_group`'s
+        jnp.asarray(metric(*arrays, sample_weight=sample_weight))
     num_arrays = len(checked.arrays)
 
-    @estimate_in_loop  # the inputs were checked by `by_group` above
+    # each resample's group values and overall value; the gaps follow from the values once the
+    # estimate says which groups are defined on the data (`_finish`): no program of the data
+    # alone to compile and run before the resamples
+    @estimate_in_loop  # the inputs were checked above
     def statistic(*data: Array, sample_weight: Array) -> Array:
         data_arrays, groups_, given = data[:num_arrays], data[num_arrays], data[num_arrays + 1 :]
         weights = sample_weight if not given else sample_weight * given[0]
         values = masked_values(metric, data_arrays, groups_, weights, num_groups=num_groups)
         overall = jnp.asarray(metric(*data_arrays, sample_weight=weights))
-        lost = jnp.any(defined & jnp.isnan(values), axis=0)
-        difference, ratio = gaps(jnp.where(defined, values, jnp.nan))
-        difference, ratio = (jnp.where(lost, jnp.nan, gap) for gap in (difference, ratio))
-        return jnp.concatenate([values, overall[None], difference[None], ratio[None]])
+        return jnp.concatenate([values, overall[None]])
 
     data = (*checked.arrays, checked.groups)
     if checked.weights is not None:
@@ -304,20 +302,32 @@ def by_group_bootstrap(
         confidence=confidence,
         stratify=checked.groups,
     )
-    return _split(result, num_groups)
+    return _finish(result, num_groups, (1 - confidence) / 2)
 
 
-@functools.partial(jax.jit, static_argnums=1)
-def _split(result: BootstrapResult, num_groups: int) -> ByGroup:
-    """The stacked ``[G + 3, ...]`` bootstrap of (values, overall, difference, ratio) as a
-    `ByGroup` of `BootstrapResult`s (one program: eagerly, each slice of a device array was a
-    program of its own, six to trace or load from the cache on every call)."""
+@functools.partial(kernels.sample_jit, static_argnums=1)
+def _finish(result: BootstrapResult, num_groups: int, alpha: Array) -> ByGroup:
+    """The bootstrap of the stacked ``[G + 1, ...]`` (values, overall) as a `ByGroup` of
+    `BootstrapResult`s, the gaps' with their percentile intervals: of each resample, the gaps
+    over the groups defined on the data (whose estimate is not NaN), NaN where one of those is
+    undefined in that resample. One program (eagerly, each slice of a device array was a program
+    of its own, to trace or load from the cache on every call)."""
+    g = num_groups
+    estimate, low, high, standard_error, samples = result
+    defined = ~jnp.isnan(estimate[:g])
 
     def part(index: slice | int) -> BootstrapResult:
-        estimate, low, high, standard_error, samples = result
         return BootstrapResult(
             estimate[index], low[index], high[index], standard_error[index], samples[:, index]
         )
 
-    g = num_groups
-    return ByGroup(part(slice(0, g)), part(g), part(g + 1), part(g + 2))
+    def gaps_of(values: Array) -> tuple[Array, Array]:
+        lost = jnp.any(defined & jnp.isnan(values), axis=0)
+        difference, ratio = gaps(jnp.where(defined, values, jnp.nan))
+        return jnp.where(lost, jnp.nan, difference), jnp.where(lost, jnp.nan, ratio)
+
+    estimates, resampled = gaps_of(estimate[:g]), jax.vmap(gaps_of)(samples[:, :g])
+    difference, ratio = (
+        summary(resampled[k], estimates[k], None, alpha, method="percentile")[0] for k in (0, 1)
+    )
+    return ByGroup(part(slice(0, g)), part(g), difference, ratio)

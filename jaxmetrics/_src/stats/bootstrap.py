@@ -184,6 +184,11 @@ def estimate_in_loop(metric: Callable[..., Any]) -> Callable[..., Any]:
     return metric
 
 
+def estimates_in_loop(metric: Callable[..., Any]) -> bool:
+    """Whether `metric` was marked with `estimate_in_loop` (its caller checked its input)."""
+    return bool(getattr(metric, _ESTIMATE_IN_LOOP, False))
+
+
 def check_weighted(metric: Callable[..., Any]) -> None:
     """`TypeError` unless `metric` takes a keyword `sample_weight` (a signature that cannot be
     read is trusted): the contract of a bootstrap that resamples by weights."""
@@ -370,7 +375,7 @@ def bootstrap(
     design = (stratify, None if units is None else jnp.asarray(units))
     unit_weights = np.ones(num_samples, np.int32)
     in_program: list[Array] = []  # the estimate, when a compiled call computed it
-    estimate_in_program = getattr(metric, _ESTIMATE_IN_LOOP, False)
+    estimate_in_program = estimates_in_loop(metric)
     if not estimate_in_program:  # the metric's eager call: its own checks of the input run first
         in_program.append(weighted_value(metric, arrays, unit_weights))
     options = dict(sampling=sampling, size=chunk_size, sample_axis=sample_axis, num_units=num_units)
@@ -423,14 +428,14 @@ def bootstrap(
         )
     else:
         jackknife = None
-    result, fallbacks = _summary(samples, estimate, jackknife, alpha, method=method)
+    result, fallbacks = summary(samples, estimate, jackknife, alpha, method=method)
     if fallbacks is not None:
         warn_bca_fallbacks(fallbacks)
     return result
 
 
 @functools.partial(kernels.sample_jit, static_argnames=("method",))
-def _summary(samples, estimate, jackknife, alpha, *, method):
+def summary(samples, estimate, jackknife, alpha, *, method):
     """Interval and standard error from the resampled values, in one compiled program; and
     where BCa fell back (`bca_levels`), None for the other methods."""
     fallbacks = None
