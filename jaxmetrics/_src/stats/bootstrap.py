@@ -175,17 +175,16 @@ _ESTIMATE_IN_LOOP = "_jaxmetrics_estimate_in_loop"
 
 def estimate_in_loop(metric: Callable[..., Any]) -> Callable[..., Any]:
     """Mark a metric whose input its caller has checked (a decorator): `bootstrap` takes its
-    estimate from a padding slot of its last compiled call, a resample of unit weights, instead
-    of an eager call of the metric (without padding, or on a mesh, it still calls it, last).
-    The eager call is what raises a metric's own errors on bad input; without it a bad value
-    gives NaN, as under jit. It costs the metric's eager programs: for the report's panel of
-    26 ranking numbers, four more programs to compile."""
+    estimate from a padding slot of its last compiled call (unit weights), not from an eager
+    call of the metric (made last without padding, or on a mesh). That call raises a metric's
+    own errors on bad input (else a bad value gives NaN, as under jit) at the cost of its eager
+    programs (four more to compile for the report's ranking panel)."""
     setattr(metric, _ESTIMATE_IN_LOOP, True)
     return metric
 
 
 def estimates_in_loop(metric: Callable[..., Any]) -> bool:
-    """Whether `metric` was marked with `estimate_in_loop` (its caller checked its input)."""
+    """Whether `metric` was marked with `estimate_in_loop`."""
     return bool(getattr(metric, _ESTIMATE_IN_LOOP, False))
 
 
@@ -419,15 +418,14 @@ def bootstrap(
         num_left_out = num_samples if units is None else num_units
         chunks, per_call = _calls(num_left_out, chunk_size)
         static = dict(chunks=chunks, size=chunk_size, sample_axis=sample_axis)
+        left_out = functools.partial(left_out_values, metric, arrays, design[1])
         jackknife = in_calls(
-            lambda first: left_out_values(
-                metric, arrays, design[1], first, branch=options["branch"], **static
-            ),
+            lambda first: left_out(first, branch=options["branch"], **static),
             num_left_out,
             per_call,
         )
     else:
-        jackknife = None
+        jackknife = None  # (percentile and basic)
     result, fallbacks = summary(samples, estimate, jackknife, alpha, method=method)
     if fallbacks is not None:
         warn_bca_fallbacks(fallbacks)
