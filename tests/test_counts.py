@@ -222,3 +222,47 @@ def test_integer_weights_are_counted_in_int64_under_x64(x64):
     # float weights still give float64 sums, unit weights int32 counts of samples
     assert jm.confusion_counts(scores, labels, 0.5, sample_weight=np.ones(5)).tp.dtype == np.float64
     assert jm.confusion_counts(scores, labels, 0.5).tp.dtype == np.int32
+
+
+@pytest.mark.parametrize("weights", ["none", "int", "float"])
+def test_a_few_thresholds_are_compared_as_the_sorted_path_searches(rng, weights):
+    """Up to `DIRECT_THRESHOLDS` thresholds every score is compared with each (no sort); the
+    counts equal those the sort-and-search path gives the same thresholds in a longer grid:
+    ties on the thresholds, -0.0 and +0.0, subnormals, float64 scores 1e-12 apart (exact keys),
+    a batch axis, eagerly and under jit."""
+    from jaxmetrics._src.metrics.counts import DIRECT_THRESHOLDS
+
+    n = 300
+    tiny = np.finfo(np.float32).tiny
+    levels = np.array([-0.0, 0.0, tiny / 4, -tiny / 4, tiny, 0.25, 0.5, 0.5 + 1e-12, 0.75, 1.0])
+    scores = rng.choice(levels, size=(2, n))
+    labels = rng.integers(0, 2, (2, n))
+    sample_weight = {
+        "none": None,
+        "int": rng.integers(0, 5, (2, n)),
+        "float": rng.random((2, n)).astype(np.float32),
+    }[weights]
+    few = np.array([-0.0, tiny / 4, 0.5, 0.5 + 1e-12, 1.0])
+    assert few.size <= DIRECT_THRESHOLDS
+    grid = np.concatenate([few, np.linspace(0.1, 0.9, DIRECT_THRESHOLDS)])  # the sorted path
+    for call in (jm.confusion_counts, jax.jit(jm.confusion_counts)):
+        got = call(scores, labels, few, sample_weight=sample_weight)
+        searched = call(scores, labels, grid, sample_weight=sample_weight)
+        for a, b in zip(got, searched, strict=True):
+            expected = np.asarray(b)[..., : few.size]
+            if weights == "float":  # sums in another order (the search's: differences of totals)
+                total = float(np.sum(sample_weight))
+                np.testing.assert_allclose(np.asarray(a), expected, rtol=0, atol=1e-6 * total)
+            else:
+                np.testing.assert_array_equal(np.asarray(a), expected)
+                assert a.dtype == b.dtype
+    # and a brute force in float64 (scores compared as given: 0.5 + 1e-12 is not 0.5)
+    w = np.ones((2, n)) if sample_weight is None else sample_weight.astype(np.float64)
+    got = jm.confusion_counts(scores, labels, 0.5, sample_weight=sample_weight)
+    flagged = scores >= 0.5
+    np.testing.assert_allclose(
+        np.asarray(got.tp), np.sum(w * (flagged & (labels == 1)), -1), rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        np.asarray(got.tn), np.sum(w * (~flagged & (labels == 0)), -1), rtol=1e-6
+    )

@@ -47,7 +47,7 @@ def _host_sort(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _host_rank(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """numpy twin of `_device_rank` (of `_flush`-ed scores): several times faster on CPU than
+    """numpy twin of `_device_rank` (of `flush`-ed scores): several times faster on CPU than
     XLA's sort with a payload. Takes `_host_operand(scores)`."""
     # The callback receives jax Arrays; np.argsort on one would dispatch back to XLA's sort.
     order, ordered = _host_sort(np.asarray(scores))
@@ -146,7 +146,7 @@ def _device_rank(scores: Array) -> tuple[Array, Array, Array]:
     return order, group_start, jax.lax.cummin(stop, axis=axis, reverse=True)
 
 
-def _flush(scores: Array) -> Array:
+def flush(scores: Array) -> Array:
     """Scores with -0.0 and the subnormals made +0.0.
 
     -0.0 and +0.0 compare equal and must land in one tie group. Subnormals are flushed to zero
@@ -161,7 +161,7 @@ def _flush(scores: Array) -> Array:
 def _host_operand(scores: Array) -> Array:
     """The scores a host kernel sorts: float32 ones raw (its keys flush them, `float32_keys`, so
     that no flushed copy is written for the callback to copy again), others flushed here."""
-    return scores if scores.dtype == jnp.float32 else _flush(scores)
+    return scores if scores.dtype == jnp.float32 else flush(scores)
 
 
 def _rank_indices(scores: Array) -> tuple[Array, Array, Array]:
@@ -173,7 +173,7 @@ def _rank_indices(scores: Array) -> tuple[Array, Array, Array]:
     """
 
     def elsewhere(values: Array) -> tuple[Array, Array, Array]:
-        return _device_rank(_flush(values))
+        return _device_rank(flush(values))
 
     if not kernels.host_callbacks():
         return elsewhere(scores)
@@ -205,7 +205,7 @@ def rank(scores: Array) -> Ranked:
     # the permutation is piecewise constant in the scores: no gradient flows through it, while
     # the sorted scores (a gather) stay differentiable for the surrogate losses
     order, group_start, group_stop = _rank_indices(jax.lax.stop_gradient(scores))
-    return Ranked(_flush(scores)[order], order, group_start, group_stop)
+    return Ranked(flush(scores)[order], order, group_start, group_stop)
 
 
 def at_thresholds(ranked: Ranked, prefix: Array, thresholds: Array, *, inclusive: bool) -> Array:
@@ -406,7 +406,7 @@ def _rank_and_count(scores: Array, labels: Array) -> tuple[Ranked, Tallies]:
     labels = labels.astype(jnp.uint8)  # 0/1: a quarter of the bytes to copy for the callback
 
     def elsewhere(values: Array, labels: Array) -> tuple[Array, Array, Array, Array]:
-        order, group_start, group_stop = _device_rank(_flush(values))
+        order, group_start, group_stop = _device_rank(flush(values))
         positive = _device_cumulative(labels[order].astype(jnp.int32), op="sum")
         return order, group_start, group_stop, jnp.concatenate([jnp.zeros(1, jnp.int32), positive])
 
@@ -420,7 +420,7 @@ def _rank_and_count(scores: Array, labels: Array) -> tuple[Ranked, Tallies]:
     order, group_start, group_stop, positive = jax.lax.platform_dependent(
         jax.lax.stop_gradient(scores), labels, cpu=on_cpu, default=elsewhere
     )
-    ranked = Ranked(_flush(scores)[order], order, group_start, group_stop)
+    ranked = Ranked(flush(scores)[order], order, group_start, group_stop)
     positive_weights = positive[1:] - positive[:-1]  # the labels in the ranked order
     return ranked, Tallies(positive_weights, None, _everyone(scores.shape[-1]), positive)
 

@@ -63,9 +63,10 @@ def confusion_counts(
 
     Matches ``sklearn.metrics.confusion_matrix(labels, scores >= t, sample_weight=w).ravel()``
     (which orders them tn, fp, fn, tp) at every threshold t of the grid, and
-    `sklearn.metrics.confusion_matrix_at_thresholds` where the grid is the distinct scores. The
-    scores are sorted once and every threshold is read off weighted prefix sums by a binary
-    search: O(n log n + T log n) time and O(n + T) memory, never an ``n x T`` comparison array.
+    `sklearn.metrics.confusion_matrix_at_thresholds` where the grid is the distinct scores. A
+    grid of more than 8 thresholds is read off weighted prefix sums of the scores sorted once,
+    by a binary search: O(n log n + T log n) time and O(n + T) memory, never an ``n x T``
+    comparison array; up to 8, each score is compared with each threshold (no sort).
 
     .. math:: TP(t) = \sum_{i:\, y_i = 1,\, s_i \ge t} w_i, \qquad
               FP(t) = \sum_{i:\, y_i = 0,\, s_i \ge t} w_i
@@ -181,14 +182,46 @@ def _prefix_counts(ranked: sorting.Ranked, labels: Array, weights: Array | None)
     return sorting.count_prefix_sum(positive), sorting.count_prefix_sum(weights - positive)
 
 
+# up to this many thresholds, every score is compared with each (n * T work, no sort: counts at
+# one threshold cost a pass over the samples); past it, one sort serves the grid (n log n)
+DIRECT_THRESHOLDS = 8
+
+
 def _counts_kernel(scores: Array, labels: Array, weights: Array | None, grid: Array) -> Counts:
-    ranked = sorting.rank(scores)
-    positive, negative = _prefix_counts(ranked, labels, weights)
-    fn = sorting.at_thresholds(ranked, positive, grid, inclusive=False)
-    tn = sorting.at_thresholds(ranked, negative, grid, inclusive=False)
-    counts = Counts(positive[-1] - fn, negative[-1] - tn, fn, tn)
+    if grid.shape[-1] <= DIRECT_THRESHOLDS:
+        counts = _compared_counts(scores, labels, weights, grid)
+    else:
+        ranked = sorting.rank(scores)
+        positive, negative = _prefix_counts(ranked, labels, weights)
+        fn = sorting.at_thresholds(ranked, positive, grid, inclusive=False)
+        tn = sorting.at_thresholds(ranked, negative, grid, inclusive=False)
+        counts = Counts(positive[-1] - fn, negative[-1] - tn, fn, tn)
     # a NaN threshold (possible only under jit) marks its own counts, not the +inf end
     return Counts(*(jnp.where(jnp.isnan(grid), jnp.asarray(-1, c.dtype), c) for c in counts))
+
+
+def _compared_counts(scores: Array, labels: Array, weights: Array | None, grid: Array) -> Counts:
+    """The counts at each of a few thresholds, each score compared with each threshold as the
+    sorted path's search compares them (the flushed scores, XLA's `<`), weights summed in the
+    sorted path's type (int64 for int64 weights)."""
+    dtype = jnp.int64 if weights is not None and weights.dtype == jnp.int64 else None
+    dtype = dtype or sorting.count_dtype(weights)
+    weights = jnp.ones(labels.shape, dtype) if weights is None else weights.astype(dtype)
+    positive = weights * labels.astype(dtype)
+    negative = weights - positive
+    flagged = sorting.flush(scores) >= grid[:, None]  # [T, n]: not below the threshold
+    zero = jnp.zeros((), dtype)
+    return Counts(
+        *(
+            jnp.sum(jnp.where(flagged == side, values, zero), axis=-1, dtype=dtype)
+            for side, values in (
+                (True, positive),
+                (True, negative),
+                (False, positive),
+                (False, negative),
+            )
+        )
+    )
 
 
 # counts at fixed thresholds add up over any split of the samples: over a mesh, each device
