@@ -95,7 +95,7 @@ def confusion_counts(
       >>> labels = [1, 1, 0, 1, 0, 1, 0, 0]
       >>> [int(x) for x in jm.confusion_counts(scores, labels, 0.5)]  # tp, fp, fn, tn
       [3, 1, 1, 3]
-      >>> counts = jm.confusion_counts(scores, labels, [0.25, 0.5, 0.75])  # one sort, any grid
+      >>> counts = jm.confusion_counts(scores, labels, [0.25, 0.5, 0.75])  # one call, any grid
       >>> counts.tp.tolist(), counts.fp.tolist()
       ([4, 3, 2], [2, 1, 0])
     """
@@ -204,23 +204,21 @@ def _compared_counts(scores: Array, labels: Array, weights: Array | None, grid: 
     """The counts at each of a few thresholds, each score compared with each threshold as the
     sorted path's search compares them (the flushed scores, XLA's `<`), weights summed in the
     sorted path's type (int64 for int64 weights)."""
-    dtype = jnp.int64 if weights is not None and weights.dtype == jnp.int64 else None
-    dtype = dtype or sorting.count_dtype(weights)
+    wide = weights is not None and weights.dtype == jnp.int64
+    dtype = jnp.int64 if wide else sorting.count_dtype(weights)
     weights = jnp.ones(labels.shape, dtype) if weights is None else weights.astype(dtype)
     positive = weights * labels.astype(dtype)
     negative = weights - positive
-    flagged = sorting.flush(scores) >= grid[:, None]  # [T, n]: not below the threshold
-    zero = jnp.zeros((), dtype)
+    flagged = sorting.flush(scores) >= grid[:, None]  # [T, n]
+
+    def total(where: Array, values: Array) -> Array:
+        return jnp.sum(jnp.where(where, values, jnp.zeros((), dtype)), axis=-1, dtype=dtype)
+
     return Counts(
-        *(
-            jnp.sum(jnp.where(flagged == side, values, zero), axis=-1, dtype=dtype)
-            for side, values in (
-                (True, positive),
-                (True, negative),
-                (False, positive),
-                (False, negative),
-            )
-        )
+        total(flagged, positive),
+        total(flagged, negative),
+        total(~flagged, positive),
+        total(~flagged, negative),
     )
 
 
