@@ -170,14 +170,20 @@ def _int64_total_past_limit(weights: Any) -> Any:
     return too_large
 
 
+def _count_type(weights: Array | None):
+    """The counts' type: int64 for int64 weights (integer weights with x64 on), else
+    `sorting.count_dtype`'s (int32 for integer weights, the type that needs no x64)."""
+    if weights is not None and weights.dtype == jnp.int64:
+        return jnp.int64
+    return sorting.count_dtype(weights)
+
+
 def _prefix_counts(ranked: sorting.Ranked, labels: Array, weights: Array | None):
     """(positive, negative): exclusive prefix sums of the weights of each class, ranked order."""
-    if weights is None or weights.dtype != jnp.int64:
+    if _count_type(weights) != jnp.int64:
         tallies = sorting.tally(ranked, labels, weights)
         return tallies.positive, tallies.negative
-    # int64 weights (integer weights with x64 on) are counted in int64; `sorting.tally` counts
-    # integer weights in int32, the type that needs no x64
-    weights = weights[ranked.order]
+    weights = weights[ranked.order]  # (int64: `sorting.tally` would count in int32)
     positive = weights * labels[ranked.order].astype(jnp.int64)
     return sorting.count_prefix_sum(positive), sorting.count_prefix_sum(weights - positive)
 
@@ -203,9 +209,8 @@ def _counts_kernel(scores: Array, labels: Array, weights: Array | None, grid: Ar
 def _compared_counts(scores: Array, labels: Array, weights: Array | None, grid: Array) -> Counts:
     """The counts at each of a few thresholds, each score compared with each threshold as the
     sorted path's search compares them (the flushed scores, XLA's `<`), weights summed in the
-    sorted path's type (int64 for int64 weights)."""
-    wide = weights is not None and weights.dtype == jnp.int64
-    dtype = jnp.int64 if wide else sorting.count_dtype(weights)
+    sorted path's type."""
+    dtype = _count_type(weights)
     weights = jnp.ones(labels.shape, dtype) if weights is None else weights.astype(dtype)
     positive = weights * labels.astype(dtype)
     negative = weights - positive
