@@ -396,6 +396,35 @@ def test_bootstrap_is_the_stratified_bootstrap_of_each_group_and_gap():
     assert int(result.difference.num_undefined) == int(np.isnan(difference).sum())
 
 
+def test_a_second_bootstrap_of_the_same_metric_and_shapes_is_not_traced_again():
+    """The resampled statistic is a value equal for the same metric and sizes, so the
+    bootstrap's compiled loop is reused (a closure made at every call compiled it anew); a
+    metric that cannot be hashed still works, compiled per call."""
+    traced = []
+
+    def counted_auc(scores, labels, *, sample_weight=None):
+        if isinstance(scores, jax.core.Tracer):  # traced for a compiled program, not eager
+            traced.append(1)
+        return jm.roc_auc(scores, labels, sample_weight=sample_weight)
+
+    groups = runs(3)
+    options = dict(groups=groups, num_groups=2, num_resamples=20)
+    first = jm.by_group_bootstrap(counted_auc, SCORES, LABELS, key=jax.random.key(0), **options)
+    traces = len(traced)
+    second = jm.by_group_bootstrap(counted_auc, SCORES, LABELS, key=jax.random.key(1), **options)
+    assert traces > 0 and len(traced) == traces
+    assert not np.array_equal(first.values.samples, second.values.samples)  # other resamples
+
+    class Unhashable:
+        __hash__ = None
+
+        def __call__(self, scores, labels, *, sample_weight=None):
+            return jm.roc_auc(scores, labels, sample_weight=sample_weight)
+
+    again = jm.by_group_bootstrap(Unhashable(), SCORES, LABELS, key=jax.random.key(1), **options)
+    np.testing.assert_array_equal(again.values.samples, second.values.samples)
+
+
 def test_calibration_by_group_equals_each_group_fitted_alone():
     """Issue 29's "AUC/calibration by group": a calibration metric through `by_group` (its
     `.value`, a weighted metric) equals the fit on each group's rows alone."""

@@ -278,19 +278,11 @@ def by_group_bootstrap(
     checked = group_inputs(metric, arrays, groups, num_groups, sample_weight)
     if not estimates_in_loop(metric):  # the metric's own checks of its input, as `by_group`'s
         jnp.asarray(metric(*arrays, sample_weight=sample_weight))
-    num_arrays = len(checked.arrays)
-
-    # each resample's group values and overall value; the gaps follow from the values once the
-    # estimate says which groups are defined on the data (`_finish`): no program of the data
-    # alone to compile and run before the resamples
-    @estimate_in_loop  # the inputs were checked above
-    def statistic(*data: Array, sample_weight: Array) -> Array:
-        data_arrays, groups_, given = data[:num_arrays], data[num_arrays], data[num_arrays + 1 :]
-        weights = sample_weight if not given else sample_weight * given[0]
-        values = masked_values(metric, data_arrays, groups_, weights, num_groups=num_groups)
-        overall = jnp.asarray(metric(*data_arrays, sample_weight=weights))
-        return jnp.concatenate([values, overall[None]])
-
+    try:
+        hash(metric)
+    except TypeError:  # a static argument must hash: an unhashable callable goes by identity
+        metric = functools.partial(metric)
+    statistic = _GroupsAndOverall(metric, len(checked.arrays), num_groups)
     data = (*checked.arrays, checked.groups)
     if checked.weights is not None:
         data = (*data, checked.weights)
@@ -303,6 +295,29 @@ def by_group_bootstrap(
         stratify=checked.groups,
     )
     return _finish(result, num_groups, (1 - confidence) / 2)
+
+
+class _GroupsAndOverall(NamedTuple):
+    """The statistic `by_group_bootstrap` resamples: each group's value and the overall value,
+    ``[G + 1, *shape]``; the gaps follow from the values once the estimate says which groups are
+    defined on the data (`_finish`), so no program of the data alone runs before the resamples.
+    A tuple, equal for equal fields: a second call with the same metric and shapes reuses the
+    bootstrap's compiled loop (a closure made at every call compiled it anew)."""
+
+    metric: Callable[..., Any]
+    num_arrays: int
+    num_groups: int
+
+    def __call__(self, *data: Array, sample_weight: Array) -> Array:
+        count = self.num_arrays
+        arrays, groups, given = data[:count], data[count], data[count + 1 :]
+        weights = sample_weight if not given else sample_weight * given[0]
+        values = masked_values(self.metric, arrays, groups, weights, num_groups=self.num_groups)
+        overall = jnp.asarray(self.metric(*arrays, sample_weight=weights))
+        return jnp.concatenate([values, overall[None]])
+
+
+estimate_in_loop(_GroupsAndOverall)  # by_group_bootstrap checks the inputs first
 
 
 @functools.partial(kernels.sample_jit, static_argnums=1)
