@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import host_kernels, kernels
+from jaxmetrics._src.core import host_kernels, kernels, prefix
 
 Array = jax.Array
 
@@ -318,7 +318,7 @@ def cumulative(values: Array, *, op: str = "sum") -> Array:
 
 def _device_cumulative(values: Array, *, op: str) -> Array:
     axis = values.ndim - 1
-    return jax.lax.cummax(values, axis=axis) if op == "max" else jnp.cumsum(values, axis=axis)
+    return jax.lax.cummax(values, axis=axis) if op == "max" else prefix.running_sum(values)
 
 
 def count_prefix_sum(values: Array) -> Array:
