@@ -1,10 +1,12 @@
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import jaxmetrics as jm
-from jaxmetrics._src.core import sorting
+from jaxmetrics._src.core import prefix, sorting
 
 
 def test_host_and_device_ranking_find_the_same_groups(rng):
@@ -61,6 +63,31 @@ def test_host_and_device_cumulative_agree(rng, op):
     np.testing.assert_array_equal(jax.vmap(host)(values), expected)
     device = jax.jit(lambda v: sorting._device_cumulative(v, op=op))  # the GPU/TPU path
     np.testing.assert_array_equal(device(values), expected)
+
+
+@pytest.mark.parametrize("n", [1, 64, 65, 257, 4000, 100_003])
+def test_blocked_running_sums_on_the_cpu_equal_numpys(rng, n):
+    """XLA's CPU running sums (`prefix.running_sum`: blocks of 32 by matrix products, the blocks'
+    totals likewise, recursively at 100,003) are exact for integers and integer-valued floats,
+    under jit and vmap, and as close as XLA's own for other floats."""
+    counts = rng.poisson(2.0, (2, 3, n)).astype(np.int32)
+    summed = jax.jit(prefix.running_sum)
+    for values in (counts, counts.astype(np.float32)):
+        expected = np.cumsum(values, -1)
+        got = summed(values)
+        assert got.dtype == values.dtype
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(jax.vmap(prefix.running_sum)(values), expected)
+    floats = rng.normal(size=(3, n)).astype(np.float32)
+    exact = np.cumsum(floats.astype(np.float64), -1)
+    xla_error = np.abs(np.asarray(jax.jit(lambda v: jnp.cumsum(v, -1))(floats)) - exact).max()
+    error = np.abs(np.asarray(summed(floats)) - exact).max()
+    assert error <= 4 * xla_error + 1e-6 * np.sqrt(n)
+    if n > 2 * prefix.BLOCK:  # the CPU's program: matrix products, short windows only
+        program = summed.lower(counts).as_text()
+        windows = re.findall(r"window_dimensions = array<i64: ([0-9, ]+)>", program)
+        assert "dot_general" in program
+        assert max(int(w) for found in windows for w in found.split(",")) <= 2 * prefix.BLOCK
 
 
 def test_subnormal_scores_are_consistent_under_jit_and_exact_eagerly():
