@@ -91,10 +91,13 @@ def _newton(logit: Array, labels: Array, weights: Array, *, slope: bool):
     def newton(theta):
         """(log-likelihood, its rounding, Newton step, information) at `theta`."""
         eta = theta[0] + (theta[1] * logit if slope else logit)
-        # y eta - log(1 + e^eta) = -softplus(-sign * eta), without overflow
-        losses = (weights * jax.nn.softplus(-sign * eta)).sum()
-        mu = jax.nn.sigmoid(eta)
-        residual, curvature = weights * (labels - mu), weights * mu * (1 - mu)
+        # one exponential for the loss and the probability: with e = exp(-|eta|) in (0, 1],
+        # y eta - log(1 + e^eta) = -softplus(-sign eta) = -(max(-sign eta, 0) + log1p(e)),
+        # sigmoid(eta) = (1 or e) / (1 + e) and sigmoid(eta) (1 - sigmoid(eta)) = e / (1 + e)^2
+        e = jnp.exp(-jnp.abs(eta))
+        losses = (weights * (jnp.maximum(-sign * eta, 0) + jnp.log1p(e))).sum()
+        mu = jnp.where(eta >= 0, 1, e) / (1 + e)
+        residual, curvature = weights * (labels - mu), weights * e / (1 + e) ** 2
         if slope:
             score = jnp.stack([residual.sum(), (residual * logit).sum()])
             cross = (curvature * logit).sum()
