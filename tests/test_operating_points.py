@@ -308,3 +308,42 @@ def test_roc_band_equals_per_level_bootstraps():
         )
         point = sensitivity_at_specificity(scores[1], OUTCOME, min_specificity=[0.5, 0.9][i])
         assert float(band.sensitivity[1, i]) == float(point.value)
+
+
+def _sensitivities_oracle(scores, labels, weights, levels):
+    """The most sensitive threshold whose specificity meets each floor, by brute force over the
+    scores that carry weight (and "flag nothing"), compared as exact fractions."""
+    p, n = weights[labels == 1].sum(), weights[labels == 0].sum()
+    carried = np.unique(scores[weights > 0])
+    thresholds = [*carried, np.inf]
+    found = []
+    for level in levels:
+        best = 0.0
+        for t in thresholds:
+            flagged = scores >= t
+            tn = weights[(labels == 0) & ~flagged].sum()
+            if Fraction(int(tn)) >= Fraction(level) * int(n):
+                best = max(best, weights[(labels == 1) & flagged].sum() / p)
+        found.append(best)
+    return np.array(found)
+
+
+def test_sensitivities_at_floors_skip_groups_without_weight():
+    """`SensitivitiesAt` on resample-like weights (many zero, tie groups with no weight at
+    all), floors met exactly by some thresholds: the brute-force answer, with numpy's kernels
+    and with XLA's."""
+    rng = np.random.default_rng(3)
+    scores = rng.integers(0, 12, 60).astype(np.float32) / 12  # 12 tie groups
+    labels = (rng.random(60) < 0.4).astype(np.int32)
+    weights = rng.poisson(0.7, (6, 60)).astype(np.int32)
+    weights[:, scores == scores[0]] = 0  # a whole tie group without weight
+    levels = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0)
+    at = jm.SensitivitiesAt(levels)
+    expected = [_sensitivities_oracle(scores, labels, w, levels) for w in weights]
+    negatives = (weights * (1 - labels)).sum(-1)
+    assert (negatives % 4 == 0).any() and ((weights * labels).sum(-1) > 0).all()
+    eager = at(scores, labels, sample_weight=weights)
+    with jm.xla_kernels():
+        compiled = jax.jit(lambda w: at(scores, labels, sample_weight=w))(weights)
+    np.testing.assert_allclose(eager, expected, rtol=1e-6)
+    np.testing.assert_allclose(compiled, expected, rtol=1e-6)

@@ -308,11 +308,15 @@ def specificity_at_sensitivity(
 def _band_kernel(scores: Array, labels: Array, weights: Array | None, levels: Array) -> Array:
     ranked, _, groups = sorting.rank_and_tally(scores, labels, weights)
     tp, fp, p, n = _points(groups)
-    is_point = jnp.concatenate([groups.is_point, jnp.ones(1, bool)])
     # specificity rises with the threshold: the first point reaching a floor is the most
     # sensitive one meeting it (`sensitivity_at_specificity`'s value), found for all S floors at
-    # once by a binary search of the running maximum
-    true_negatives = sorting.cumulative(jnp.where(is_point, n - fp, -jnp.inf), op="max")
+    # once by a binary search of each position's true negatives, those of its tie group's
+    # threshold: a gather by the ranking alone (a running maximum over the points was 0.15 of
+    # the 0.33 s a bootstrap of 2 x 4,000 took per 1,000 resamples with XLA's kernels); they
+    # rise with the position, the weights being >= 0. A group without weight (not a point of
+    # the curve) has the (tp, fp) of the next group that has some: the same sensitivity.
+    starts = jnp.concatenate([ranked.group_start, jnp.full(1, tp.shape[0] - 1, jnp.int32)])
+    true_negatives = (n - fp)[starts]
     first = _first_meeting(true_negatives, n, levels)
     sensitivity = safe_divide(tp[jnp.minimum(first, tp.shape[0] - 1)], p)
     return jnp.where((p > 0) & (n > 0), sensitivity, jnp.nan)
