@@ -309,24 +309,21 @@ def _band_kernel(scores: Array, labels: Array, weights: Array | None, levels: Ar
     ranked, _, groups = sorting.rank_and_tally(scores, labels, weights)
     tp, fp, p, n = _points(groups)
     # specificity rises with the threshold: the first point reaching a floor is the most
-    # sensitive one meeting it (`sensitivity_at_specificity`'s value), found for all S floors at
-    # once by a binary search of each position's true negatives, those of its tie group's
-    # threshold: a gather by the ranking alone (a running maximum over the points was 0.15 of
-    # the 0.33 s a bootstrap of 2 x 4,000 took per 1,000 resamples with XLA's kernels); they
-    # rise with the position, the weights being >= 0. A group without weight (not a point of
-    # the curve) has the (tp, fp) of the next group that has some: the same sensitivity.
+    # sensitive one meeting it (`sensitivity_at_specificity`'s value), found for all S floors
+    # by a binary search of each position's true negatives, its tie group's (a gather by the
+    # ranking; a running maximum over the points was half of a bootstrap with XLA's kernels):
+    # a group without weight has the (tp, fp) of the next one with some, the same sensitivity
     starts = jnp.concatenate([ranked.group_start, jnp.full(1, tp.shape[0] - 1, jnp.int32)])
-    true_negatives = (n - fp)[starts]
-    first = _first_meeting(true_negatives, n, levels)
+    first = _first_meeting((n - fp)[starts], n, levels)
     sensitivity = safe_divide(tp[jnp.minimum(first, tp.shape[0] - 1)], p)
     return jnp.where((p > 0) & (n > 0), sensitivity, jnp.nan)
 
 
 def _first_meeting(true_negatives: Array, n: Array, levels: Array) -> Array:
     """For each of the S floors, the number of positions whose specificity misses it (compared
-    exactly, `meets_floor`): the running maximum rises, so the misses are a prefix and a binary
-    search finds its end in log2(m) steps, S gathers each (not S * m comparisons). A compiled
-    loop: 13 unrolled steps at m = 4001 were 2.1 s of the report's 2.4 s bootstrap compilation."""
+    exactly, `meets_floor`): the true negatives rise, so the misses are a prefix and a binary
+    search finds its end in log2(m) steps, S gathers each (not S * m comparisons); a compiled
+    loop (13 unrolled steps at m = 4001 were 2.1 s of the report's bootstrap compilation)."""
 
     def halve(_, bounds: tuple[Array, Array]) -> tuple[Array, Array]:
         low, high = bounds  # the answer lies in [low, high]; the gap halves each step
