@@ -42,7 +42,9 @@ def _blocked_sum(values: Array) -> Array:
         precision=jax.lax.Precision.HIGHEST,
         preferred_element_type=values.dtype,
     )
-    totals = within[..., -1]
-    before = _blocked_sum(totals) - totals  # what the blocks before each one hold
+    # what the blocks before each one hold: the running sum of their totals, shifted by one
+    # (a shift, not a subtraction, so no rounding is added)
+    totals = _blocked_sum(within[..., -1])
+    before = jnp.concatenate([jnp.zeros_like(totals[..., :1]), totals[..., :-1]], axis=-1)
     summed = within + before[..., None]
     return summed.reshape(values.shape[:-1] + (blocks * BLOCK,))[..., :n]
