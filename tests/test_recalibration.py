@@ -242,3 +242,17 @@ def test_bad_options_raise():
         jm.debiased_calibration_error(probs, labels, squared="yes")
     with pytest.raises(ValueError, match="`strategy` must be one of"):
         jm.debiased_calibration_error(probs, labels, strategy="equal")
+
+
+@pytest.mark.parametrize("fit", [jm.calibration_slope, jm.calibration_intercept])
+def test_huge_weights_give_the_same_fit_and_a_narrower_interval(rng, fit):
+    """Frequency weights times 2^100 (exact in float32): the same estimate, and a Wald interval
+    2^50 times narrower. The 2 x 2 information's determinant overflowed: the slope came back as
+    its start, 1, with an interval [1, 1]."""
+    probs, labels = problem(rng)
+    weights = rng.integers(1, 4, N).astype(np.float32)
+    base = fit(probs, labels, sample_weight=weights)
+    huge = jax.jit(fit)(probs, labels, sample_weight=weights * np.float32(2.0**100))
+    assert float(huge.value) == pytest.approx(float(base.value), rel=1e-5, abs=1e-6)
+    half = (float(base.high) - float(base.low)) / 2
+    assert float(huge.high) - float(huge.value) == pytest.approx(half / 2.0**50, rel=1e-3)

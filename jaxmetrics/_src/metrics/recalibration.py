@@ -180,10 +180,17 @@ def _fit_kernel(probs, labels, weights, z, *, slope):
         exists = (high_negative > low_positive) & (high_positive > low_negative)
     else:  # logit P = a + x: a finite maximum iff both classes are present
         exists = positives.any() & negatives.any()
-    theta, covariance, converged = _newton(logit, labels.astype(dtype), weights, slope=slope)
+    # the fit is the same for weights times any constant, and its information scales with them:
+    # weights above 1 are scaled down by a power of two (exactly) to at most 1, so that the 2 x 2
+    # information's determinant cannot overflow (weights of 1e30 gave the start, slope 1)
+    _, exponent = jnp.frexp(jnp.max(weights))  # the largest weight is in [2^(e-1), 2^e)
+    scale = jnp.ldexp(jnp.ones((), dtype), jnp.clip(exponent, 0, jnp.finfo(dtype).maxexp - 1))
+    theta, covariance, converged = _newton(
+        logit, labels.astype(dtype), weights / scale, slope=slope
+    )
     index = 1 if slope else 0
     value = jnp.where(exists & converged, theta[index], jnp.nan)
-    half = z * jnp.sqrt(covariance[index, index])
+    half = z * jnp.sqrt(covariance[index, index] / scale)
     return value, value - half, value + half
 
 
