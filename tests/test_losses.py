@@ -9,6 +9,7 @@ from jax.test_util import check_grads
 
 import jaxmetrics as jm
 import jaxmetrics.losses as jl
+from jaxmetrics._src.losses import pair_sums
 
 SURROGATE_TERMS = {
     "logistic": lambda d, m: np.logaddexp(0.0, -d),
@@ -360,6 +361,42 @@ def test_hinge_pair_losses_are_shift_invariant_and_equal_the_pair_loop(rng, surr
     np.testing.assert_allclose(values, [expected, expected], rtol=1e-5)
     # (the logits at exactly 0 had no gradient: see `test_hinge_pair_losses_at_huge_logits`)
     np.testing.assert_allclose(grads, [expected_grad, expected_grad], rtol=1e-4, atol=1e-7)
+
+
+@pytest.mark.parametrize("surrogate", ["hinge", "squared_hinge"])
+def test_hinge_pair_losses_of_large_samples_are_summed_in_blocks_exactly(rng, surrogate):
+    # from `BLOCKED_MOMENTS_SAMPLES` scores on, the negatives' suffix moments are formed in blocks
+    # (a length that is no multiple of the block: the last one is padded), with zero weights
+    n = pair_sums.BLOCKED_MOMENTS_SAMPLES + 917
+    assert n % pair_sums.MOMENT_BLOCK
+    logits, labels, weights = dyadic_problem(rng, n)
+    weights[rng.random(n) < 0.1] = 0
+    shifted = logits + np.float32(1e4)
+    assert (shifted - np.float32(1e4) == logits).all()
+    power, margin = (1 if surrogate == "hinge" else 2), 0.7
+    # the float64 pair matrix: value and gradient
+    s, w = logits.astype(np.float64), weights.astype(np.float64)
+    pos, neg = np.flatnonzero(labels == 1), np.flatnonzero(labels == 0)
+    pair_weight = w[pos][:, None] * w[neg][None, :]
+    excess = np.maximum(margin - (s[pos][:, None] - s[neg][None, :]), 0)
+    slope = pair_weight * power * excess ** (power - 1) * (excess > 0)
+    expected = (pair_weight * excess**power).sum() / pair_weight.sum()
+    expected_grad = np.zeros(n)
+    expected_grad[pos] = -slope.sum(1) / pair_weight.sum()
+    expected_grad[neg] = slope.sum(0) / pair_weight.sum()
+    value_and_grad = jax.jit(
+        jax.vmap(
+            jax.value_and_grad(
+                lambda s: jl.pairwise_auc_loss(
+                    s, labels, surrogate=surrogate, margin=margin, sample_weight=weights
+                )
+            )
+        )
+    )
+    values, grads = value_and_grad(np.stack([logits, shifted]))
+    np.testing.assert_allclose(values, [expected, expected], rtol=1e-5)
+    scale = np.abs(expected_grad).max()
+    np.testing.assert_allclose(grads, [expected_grad, expected_grad], rtol=1e-4, atol=1e-5 * scale)
 
 
 @pytest.mark.parametrize("surrogate", ["hinge", "squared_hinge"])

@@ -29,8 +29,8 @@ def hinge_total(
     are a suffix of the ascending order. One parallel scan gives every suffix's negative weight
     W, weighted mean mu and scatter ``M2 = sum_j w_j (s_j - mu)^2`` (Chan, Golub & LeVeque's
     pairwise update), and the positive's sum is ``W x`` (power 1) or ``M2 + W x^2`` (power 2),
-    with ``x = mu - s_i + margin``: sums of non-negative terms, O(n log n) time and memory (the
-    scan's levels, kept for the gradient), no pair matrix.
+    with ``x = mu - s_i + margin``: sums of non-negative terms, no pair matrix; the sort is
+    O(n log n), the scan about 6 passes over the scores (`_suffix_moments`).
     (Prefix sums of s and s^2 expanded as ``W gap^2 + 2 gap S1 + S2`` cancel catastrophically:
     at logits + 1e4 the loss came out 10 times too large, or negative.) The scores are centred
     on their median first, so that the means are small numbers (exact under a shift of the
@@ -51,22 +51,51 @@ def hinge_total(
     return jnp.where(positive > 0, positive * per_positive, 0).sum()
 
 
+# From this many scores on, the suffix moments are formed in blocks of `MOMENT_BLOCK` (a scan
+# within the blocks, one over their totals, one merge): about 6 passes over the scores instead of
+# ceil(log2 n). Measured at n = 2 x 10^5, a sum and its gradient: 0.35 -> 0.11 s; the program
+# compiles in twice the time (2.8 against 1.3 s), which small samples do not win back.
+BLOCKED_MOMENTS_SAMPLES = 1 << 12
+MOMENT_BLOCK = 32
+
+
 def _suffix_moments(weight: Array, s: Array) -> Array:
     """Rows (weight, mean, scatter) of ``s[i:]`` weighted by ``weight[i:]``, for every i.
 
-    A doubling scan: after level k each position holds the moments of its next 2^k entries, and
-    level k + 1 merges in those 2^k further on. ceil(log2 n) levels of O(n) parallel work; one
-    loop body, so the program (and its gradient) stays small at any n.
+    Large samples are cut into blocks: each position's moments within its block, merged with
+    those of all the blocks after it (`_suffix_scan` of the blocks' totals).
     """
     n = s.shape[0]
+    start = jnp.stack([weight, s, jnp.zeros_like(s)])
+    if n < BLOCKED_MOMENTS_SAMPLES:
+        return _suffix_scan(start)
+    blocks = -(-n // MOMENT_BLOCK)
+    # padding: weight 0 (no part in any merge), the last score repeated (finite)
+    padded = jnp.pad(start, ((0, 0), (0, blocks * MOMENT_BLOCK - n)), mode="edge")
+    padded = padded.at[0, n:].set(0).reshape(3, blocks, MOMENT_BLOCK)
+    within = _suffix_scan(padded)
+    later = _suffix_scan(within[:, :, 0])  # blocks b, b + 1, ...: the moments from block b on
+    after = jnp.concatenate([later[:, 1:], jnp.zeros((3, 1), later.dtype)], axis=1)
+    merged = _merge_moments(within, jnp.broadcast_to(after[:, :, None], within.shape))
+    return merged.reshape(3, blocks * MOMENT_BLOCK)[:, :n]
+
+
+def _suffix_scan(moments: Array) -> Array:
+    """Rows (weight, mean, scatter) ``[3, ..., m]`` -> the moments of each position's suffix
+    along the last axis.
+
+    A doubling scan: after level k each position holds the moments of its next 2^k entries, and
+    level k + 1 merges in those 2^k further on. ceil(log2 m) levels of O(m) parallel work; one
+    loop body, so the program (and its gradient) stays small at any m.
+    """
+    m = moments.shape[-1]
 
     def level(k: Array, moments: Array) -> Array:
         # the moments 2^k places further on; past the end, those of the empty set
-        padded = jnp.concatenate([moments, jnp.zeros_like(moments)], axis=1)
-        return _merge_moments(moments, jax.lax.dynamic_slice_in_dim(padded, 2**k, n, axis=1))
+        padded = jnp.concatenate([moments, jnp.zeros_like(moments)], axis=-1)
+        return _merge_moments(moments, jax.lax.dynamic_slice_in_dim(padded, 2**k, m, axis=-1))
 
-    start = jnp.stack([weight, s, jnp.zeros_like(s)])
-    return jax.lax.fori_loop(0, max(n - 1, 1).bit_length(), level, start)
+    return jax.lax.fori_loop(0, max(m - 1, 1).bit_length(), level, moments)
 
 
 def _merge_moments(a: Array, b: Array) -> Array:
