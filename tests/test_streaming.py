@@ -1,3 +1,4 @@
+import dataclasses
 import logging
 import math
 
@@ -709,3 +710,64 @@ def test_a_state_given_one_column_of_logits_names_the_shape(rng):
     ):
         with pytest.raises(ValueError, match=message):
             update(scores[:, None], labels)
+
+
+def _near_the_int32_limit(state):
+    """`state` (int32 counts) as if it had counted 2^31 - 10 positives: 9 more still fit."""
+    near = jnp.int32(2**31 - 10)
+    if isinstance(state, streaming.BinnedCurve):
+        return dataclasses.replace(
+            state, tp=state.tp + near, total_positive=state.total_positive + near
+        )
+    return dataclasses.replace(state, counts=state.counts._replace(tp=state.counts.tp + near))
+
+
+@pytest.mark.parametrize("kind", ["BinnedCurve", "ConfusionState"])
+def test_int32_counts_that_would_wrap_around_raise_eagerly_and_poison_under_jit(kind):
+    # they wrapped to -2147483638 positives, and a BinnedCurve's AUC came out 0.75, without a word
+    state = _near_the_int32_limit(getattr(streaming, kind).empty(thresholds=[0.5]))
+    assert state.num_bad_batches == 0
+    scores, labels = jnp.full(20, 0.9), jnp.ones(20, jnp.int32)
+    with pytest.raises(OverflowError, match=rf"{kind}.update: .* 2147483647, the largest int32"):
+        state.update(scores, labels)
+    update = jax.jit(lambda s, x, y: s.update(x, y))
+    wrapped = update(state, scores, labels)
+    assert int(wrapped.num_bad_batches) == 1
+    computed = {k: v for k, v in wrapped.compute().items() if k != "thresholds"}  # (the grid)
+    assert all(np.isnan(np.asarray(v)).all() for v in jax.tree_util.tree_leaves(computed))
+    # what still fits is counted: 9 more positives reach the limit exactly
+    full = update(state, scores[:9], labels[:9])
+    assert int(full.num_bad_batches) == 0
+    leaf = full.total_positive if kind == "BinnedCurve" else full.counts.tp[0]
+    assert int(leaf) == 2**31 - 1
+    # a merge that would wrap around: the same
+    with pytest.raises(OverflowError, match=rf"{kind}.merge"):
+        state.merge(state)
+    merged = jax.jit(lambda a, b: a.merge(b))(state, state)
+    assert int(merged.num_bad_batches) == 1
+    # under vmap over states, only the state that would wrap around is marked
+    empty = getattr(streaming, kind).empty(thresholds=[0.5])
+    stacked = jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), state, empty)
+    both = jax.vmap(lambda s: s.update(scores, labels))(stacked)
+    np.testing.assert_array_equal(both.num_bad_batches, [1, 0])
+
+
+def test_multilabel_and_multiclass_counts_that_would_wrap_around():
+    near = jnp.int32(2**31 - 10)
+    labels = jnp.ones((2, 20), jnp.int32)
+    state = streaming.BinnedCurve.empty(thresholds=[0.5], num_labels=2)
+    state = dataclasses.replace(
+        state, tp=state.tp.at[1].add(near), total_positive=state.total_positive.at[1].add(near)
+    )
+    updated = jax.jit(lambda s, x, y: s.update(x, y))(state, jnp.full((2, 20), 0.9), labels)
+    np.testing.assert_array_equal(updated.num_bad_batches, [0, 1])  # label 1 alone
+    roc_auc = np.asarray(updated.compute()["roc_auc"])
+    assert np.isnan(roc_auc[1]) and not np.isnan(updated.compute()["tpr"][0]).any()
+    matrix = streaming.ConfusionState.empty(num_classes=3)
+    matrix = dataclasses.replace(matrix, counts=matrix.counts.at[0, 0].add(near))
+    with pytest.raises(OverflowError, match="ConfusionState.update"):
+        matrix.update(jnp.zeros(20, jnp.int32), jnp.zeros(20, jnp.int32))
+    jitted = jax.jit(lambda s, p, y: s.update(p, y))(
+        matrix, jnp.zeros(20, jnp.int32), jnp.zeros(20, jnp.int32)
+    )
+    assert int(jitted.num_bad_batches) == 1 and np.isnan(jitted.compute()["accuracy"])

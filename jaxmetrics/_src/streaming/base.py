@@ -80,6 +80,31 @@ def accumulate(total: Array, new: Array, skip: Array) -> Array:
     return total + jnp.where(skip, jnp.zeros((), total.dtype), new.astype(total.dtype))
 
 
+def wraps_around(totals: Any, news: Any) -> Array:
+    """Whether adding the counts `news` to the integer counts `totals` (pytrees alike) would
+    pass the largest value of their type anywhere: the sum would wrap around to a negative or
+    small count. False for float counts, which round instead."""
+    over = [
+        jnp.any(new.astype(total.dtype) > jnp.iinfo(total.dtype).max - total)
+        for total, new in zip(jax.tree_util.tree_leaves(totals), jax.tree_util.tree_leaves(news))
+        if jnp.issubdtype(total.dtype, jnp.integer)
+    ]
+    return jnp.any(jnp.stack(over)) if over else jnp.zeros((), bool)
+
+
+def refuse_wrap_around(over: Array, name: str, totals: Any) -> None:
+    """Raise `OverflowError` eagerly where `over` (`wraps_around`, per label) is set; under
+    `jax.jit` the caller counts the batch (or merge) as bad instead, and `compute` gives NaN."""
+    if not checks.is_concrete(over) or not bool(jnp.any(over)):
+        return
+    dtype = jax.tree_util.tree_leaves(totals)[0].dtype
+    raise OverflowError(
+        f"{name}: the counts would pass {jnp.iinfo(dtype).max}, the largest {dtype}, and wrap "
+        "around; count in int64 (turn x64 on before creating the state) or create the state "
+        "with `dtype=jnp.float32`."
+    )
+
+
 def default_count_dtype():
     """The default type of a state's counts: int32, or int64 when x64 is on.
 

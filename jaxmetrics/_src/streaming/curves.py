@@ -31,9 +31,11 @@ from jaxmetrics._src.streaming.base import (
     is_bad,
     label_shape,
     per_label,
+    refuse_wrap_around,
     state_class,
     static_field,
     thresholds_as_compared,
+    wraps_around,
 )
 
 
@@ -178,10 +180,25 @@ class BinnedCurve:
 
     def _add_counts(self, counts: Counts) -> BinnedCurve:
         """Add a batch's counts at the grid, ``[T]`` (``[L, T]``: label by label)."""
+        over = per_label(BinnedCurve._wraps_around, self, counts)
+        refuse_wrap_around(over, "BinnedCurve.update", self.tp)
         return per_label(BinnedCurve._add_label_counts, self, counts)
 
+    def _counts(self) -> Counts:
+        """The state's counts as a batch's (`confusion_counts`): what a merge adds."""
+        fn, tn = self.total_positive[..., None] - self.tp, self.total_negative[..., None] - self.fp
+        return Counts(self.tp, self.fp, fn, tn)
+
+    def _totals(self, counts: Counts) -> tuple[tuple[Array, Array], tuple[Array, Array]]:
+        """(the state's class totals, the batch's): every count is at most its class total."""
+        batch = (counts.tp[0] + counts.fn[0], counts.fp[0] + counts.tn[0])
+        return (self.total_positive, self.total_negative), batch
+
+    def _wraps_around(self, counts: Counts) -> Array:
+        return wraps_around(*self._totals(counts))
+
     def _add_label_counts(self, counts: Counts) -> BinnedCurve:
-        bad = is_bad(counts)
+        bad = is_bad(counts) | self._wraps_around(counts)
         return dataclasses.replace(
             self,
             tp=accumulate(self.tp, counts.tp, bad),
@@ -213,9 +230,16 @@ class BinnedCurve:
         return self._add_counts(counts)
 
     def merge(self, other: BinnedCurve) -> BinnedCurve:
-        """The state of both states' samples (addition); grids and `num_labels` must be equal."""
+        """The state of both states' samples (addition); grids and `num_labels` must be equal.
+        Counts that would wrap around raise `OverflowError` eagerly and, under `jax.jit`, count
+        as a bad batch (`jax.lax.psum` adds without this check)."""
         check_same_config(self, other, "BinnedCurve")
-        return add_states(self, other)
+        over = per_label(BinnedCurve._wraps_around, self, other._counts())
+        refuse_wrap_around(over, "BinnedCurve.merge", self.tp)
+        merged = add_states(self, other)
+        return dataclasses.replace(
+            merged, num_bad_batches=merged.num_bad_batches + over.astype(jnp.int32)
+        )
 
     def compute(self) -> dict[str, Array]:
         """The metrics and curves of the samples seen.

@@ -41,7 +41,8 @@ batches; `compute` is one compiled program (per state type and configuration). C
 (int64 with x64 on, as `confusion_counts` counts integer weights then): exact, and they take
 bool and integer weights and float weights that are whole numbers (a float 0/1 padding mask),
 counted exactly; a fractional weight raises `ValueError` eagerly and, under jit, makes the
-batch bad (refused and counted). Create a state with ``dtype=jnp.float32`` to count fractional
+batch bad (refused and counted). So do counts that an update or a merge would take past the
+type's largest value (`OverflowError` eagerly): they would wrap around. Create a state with ``dtype=jnp.float32`` to count fractional
 weights (any weight is then added in float32). With x64 on, results are float64.
 
 This module holds `ConfusionState`, `Mean` and `Collection`; the curves are in
@@ -80,9 +81,11 @@ from jaxmetrics._src.streaming.base import (
     is_bad,
     label_shape,
     per_label,
+    refuse_wrap_around,
     state_class,
     static_field,
     thresholds_as_compared,
+    wraps_around,
 )
 from jaxmetrics._src.streaming.curves import BinnedCurve
 
@@ -187,10 +190,15 @@ class ConfusionState:
 
     def _add_counts(self, counts: Counts | Array) -> ConfusionState:
         """Add a batch's counts (``[L, T]`` of a multilabel state: label by label)."""
+        over = per_label(ConfusionState._wraps_around, self, counts)
+        refuse_wrap_around(over, "ConfusionState.update", self.counts)
         return per_label(ConfusionState._add_label_counts, self, counts)
 
+    def _wraps_around(self, counts: Counts | Array) -> Array:
+        return wraps_around(self.counts, counts)
+
     def _add_label_counts(self, counts: Counts | Array) -> ConfusionState:
-        bad = is_bad(counts)
+        bad = is_bad(counts) | self._wraps_around(counts)
         added = jax.tree_util.tree_map(
             lambda total, new: accumulate(total, new, bad), self.counts, counts
         )
@@ -234,9 +242,16 @@ class ConfusionState:
         return self._add_counts(counts)
 
     def merge(self, other: ConfusionState) -> ConfusionState:
-        """The state of both states' samples (addition); the configurations must be equal."""
+        """The state of both states' samples (addition); the configurations must be equal.
+        Counts that would wrap around raise `OverflowError` eagerly and, under `jax.jit`, count
+        as a bad batch (`jax.lax.psum` adds without this check)."""
         check_same_config(self, other, "ConfusionState")
-        return add_states(self, other)
+        over = per_label(ConfusionState._wraps_around, self, other.counts)
+        refuse_wrap_around(over, "ConfusionState.merge", self.counts)
+        merged = add_states(self, other)
+        return dataclasses.replace(
+            merged, num_bad_batches=merged.num_bad_batches + over.astype(jnp.int32)
+        )
 
     def compute(self) -> dict[str, Any]:
         """The rates of the samples seen.
