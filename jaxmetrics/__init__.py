@@ -5,14 +5,14 @@
 input, and fail on bad input, in a fraction of a second, before JAX starts.
 """
 
-import importlib
-from typing import TYPE_CHECKING
+import typing
 
 __version__ = "0.1.0"
 
-if TYPE_CHECKING:  # what type checkers and IDEs see: every public name
+if typing.TYPE_CHECKING:  # what type checkers and IDEs see: every public name
     from jaxmetrics._api import *  # noqa: F403
     from jaxmetrics._api import __all__ as __all__
+del typing  # (`dir(jaxmetrics)` lists the public names, not this module's imports)
 
 
 def _load():
@@ -21,6 +21,8 @@ def _load():
     The first use may come inside a caller's `jax.jit` trace: the modules are imported as
     eager code, so that what they keep at import (the kernels' notion of "not tracing") is
     never the caller's trace (it was: every later eager call was then taken as traced)."""
+    import importlib
+
     import jax
 
     with jax.core.eval_context():
@@ -41,4 +43,5 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_load().__all__})
+    public = {name for name in globals() if not name.startswith("_")}
+    return sorted({*public, "__version__", *_load().__all__})

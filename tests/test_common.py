@@ -317,6 +317,13 @@ def test_the_xla_kernels_give_the_same_results(rng, monkeypatch):
         assert_same(expected[name], forced[name], atol=1e-5)
 
 
+def test_dir_lists_the_public_names_alone():
+    """`dir(jaxmetrics)` (tab completion) lists the public API, its version and the public
+    submodules imported so far; it listed `importlib`, `TYPE_CHECKING` and the loader too."""
+    extra = set(dir(jm)) - set(jm.__all__)
+    assert extra <= {"__version__", "losses", "streaming", "nnx", "report"}, extra
+
+
 def test_the_package_loads_its_names_on_first_use():
     """`import jaxmetrics` leaves JAX unloaded; the first public name loads them all."""
     script = """
