@@ -22,6 +22,7 @@ from jaxmetrics._src.metrics.counts import Counts
 from jaxmetrics._src.streaming.base import (
     accumulate,
     add_states,
+    all_concrete,
     as_thresholds,
     check_batch,
     check_num_labels,
@@ -180,8 +181,7 @@ class BinnedCurve:
 
     def _add_counts(self, counts: Counts) -> BinnedCurve:
         """Add a batch's counts at the grid, ``[T]`` (``[L, T]``: label by label)."""
-        over = per_label(BinnedCurve._wraps_around, self, counts)
-        refuse_wrap_around(over, "BinnedCurve.update", self.tp)
+        refuse_wrap_around(*self._totals(counts), "BinnedCurve.update")
         return per_label(BinnedCurve._add_label_counts, self, counts)
 
     def _counts(self) -> Counts:
@@ -191,14 +191,16 @@ class BinnedCurve:
 
     def _totals(self, counts: Counts) -> tuple[tuple[Array, Array], tuple[Array, Array]]:
         """(the state's class totals, the batch's): every count is at most its class total."""
-        batch = (counts.tp[0] + counts.fn[0], counts.fp[0] + counts.tn[0])
+        batch = (counts.tp[..., 0] + counts.fn[..., 0], counts.fp[..., 0] + counts.tn[..., 0])
         return (self.total_positive, self.total_negative), batch
 
     def _wraps_around(self, counts: Counts) -> Array:
         return wraps_around(*self._totals(counts))
 
     def _add_label_counts(self, counts: Counts) -> BinnedCurve:
-        bad = is_bad(counts) | self._wraps_around(counts)
+        bad = is_bad(counts)
+        if not all_concrete(self, counts):  # (eagerly, `_add_counts` raised on a wrap-around)
+            bad = bad | self._wraps_around(counts)
         return dataclasses.replace(
             self,
             tp=accumulate(self.tp, counts.tp, bad),
@@ -234,8 +236,8 @@ class BinnedCurve:
         Counts that would wrap around raise `OverflowError` eagerly and, under `jax.jit`, count
         as a bad batch (`jax.lax.psum` adds without this check)."""
         check_same_config(self, other, "BinnedCurve")
+        refuse_wrap_around(*self._totals(other._counts()), "BinnedCurve.merge")
         over = per_label(BinnedCurve._wraps_around, self, other._counts())
-        refuse_wrap_around(over, "BinnedCurve.merge", self.tp)
         merged = add_states(self, other)
         return dataclasses.replace(
             merged, num_bad_batches=merged.num_bad_batches + over.astype(jnp.int32)

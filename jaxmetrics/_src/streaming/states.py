@@ -72,6 +72,7 @@ from jaxmetrics._src.metrics.counts import Counts
 from jaxmetrics._src.streaming.base import (
     accumulate,
     add_states,
+    all_concrete,
     as_thresholds,
     check_batch,
     check_num_labels,
@@ -190,15 +191,16 @@ class ConfusionState:
 
     def _add_counts(self, counts: Counts | Array) -> ConfusionState:
         """Add a batch's counts (``[L, T]`` of a multilabel state: label by label)."""
-        over = per_label(ConfusionState._wraps_around, self, counts)
-        refuse_wrap_around(over, "ConfusionState.update", self.counts)
+        refuse_wrap_around(self.counts, counts, "ConfusionState.update")
         return per_label(ConfusionState._add_label_counts, self, counts)
 
     def _wraps_around(self, counts: Counts | Array) -> Array:
         return wraps_around(self.counts, counts)
 
     def _add_label_counts(self, counts: Counts | Array) -> ConfusionState:
-        bad = is_bad(counts) | self._wraps_around(counts)
+        bad = is_bad(counts)
+        if not all_concrete(self, counts):  # (eagerly, `_add_counts` raised on a wrap-around)
+            bad = bad | self._wraps_around(counts)
         added = jax.tree_util.tree_map(
             lambda total, new: accumulate(total, new, bad), self.counts, counts
         )
@@ -246,8 +248,8 @@ class ConfusionState:
         Counts that would wrap around raise `OverflowError` eagerly and, under `jax.jit`, count
         as a bad batch (`jax.lax.psum` adds without this check)."""
         check_same_config(self, other, "ConfusionState")
+        refuse_wrap_around(self.counts, other.counts, "ConfusionState.merge")
         over = per_label(ConfusionState._wraps_around, self, other.counts)
-        refuse_wrap_around(over, "ConfusionState.merge", self.counts)
         merged = add_states(self, other)
         return dataclasses.replace(
             merged, num_bad_batches=merged.num_bad_batches + over.astype(jnp.int32)
