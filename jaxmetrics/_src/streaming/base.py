@@ -80,40 +80,55 @@ def accumulate(total: Array, new: Array, skip: Array) -> Array:
     return total + jnp.where(skip, jnp.zeros((), total.dtype), new.astype(total.dtype))
 
 
+def _passes_largest(total: Any, new: Any, xp: Any) -> Any:
+    """Whether `total + new` would pass the largest value of `total`'s integer type anywhere
+    (`xp`: numpy for concrete counts, jax.numpy for traced ones)."""
+    return xp.any(new.astype(total.dtype) > xp.iinfo(total.dtype).max - xp.maximum(total, 0))
+
+
 def wraps_around(totals: Any, news: Any) -> Array:
     """Whether adding the counts `news` to the integer counts `totals` (pytrees alike) would
     pass the largest value of their type anywhere: the sum would wrap around to a negative or
     small count. False for float counts, which round instead."""
     over = [
-        jnp.any(new.astype(total.dtype) > jnp.iinfo(total.dtype).max - jnp.maximum(total, 0))
+        _passes_largest(total, new, jnp)
         for total, new in zip(jax.tree_util.tree_leaves(totals), jax.tree_util.tree_leaves(news))
         if jnp.issubdtype(total.dtype, jnp.integer)
     ]
     return jnp.any(jnp.stack(over)) if over else jnp.zeros((), bool)
 
 
-def all_concrete(*trees: Any) -> bool:
-    """Whether every array of `trees` has a value (eager code: no transformation traces it)."""
-    return all(checks.is_concrete(leaf) for leaf in jax.tree_util.tree_leaves(trees))
-
-
-def refuse_wrap_around(totals: Any, news: Any, name: str) -> None:
-    """Raise `OverflowError` where, eagerly, `wraps_around(totals, news)` anywhere (checked in
-    numpy: a few eager JAX ops cost an update 1.3-1.9 ms); under `jax.jit` the caller counts the
-    batch (or merge) as bad instead, and `compute` gives NaN."""
-    if not all_concrete(totals, news):
-        return
+def refuse_wrap_around(totals: Any, news: Any, name: str) -> bool:
+    """Raise `OverflowError` where `wraps_around(totals, news)`, if every count is concrete
+    (eager code; checked in numpy: a few eager JAX ops cost an update 1.3-1.9 ms). Returns
+    whether it checked: where it could not (traced), the caller counts the batch (or merge) as
+    bad instead, and `compute` gives NaN."""
+    leaves = jax.tree_util.tree_leaves((totals, news))
+    if not all(checks.is_concrete(leaf) for leaf in leaves):
+        return False
     for total, new in zip(jax.tree_util.tree_leaves(totals), jax.tree_util.tree_leaves(news)):
         total, new = np.asarray(total), np.asarray(new)
-        if not np.issubdtype(total.dtype, np.integer):
-            continue
-        largest = np.iinfo(total.dtype).max
-        if np.any(new.astype(total.dtype) > largest - np.maximum(total, 0)):
+        if np.issubdtype(total.dtype, np.integer) and _passes_largest(total, new, np):
             raise OverflowError(
-                f"{name}: the counts would pass {largest}, the largest {total.dtype}, and wrap "
-                "around; count in int64 (turn x64 on before creating the state) or create the "
-                "state with `dtype=jnp.float32`."
+                f"{name}: the counts would pass {np.iinfo(total.dtype).max}, the largest "
+                f"{total.dtype}, and wrap around; count in int64 (turn x64 on before creating the "
+                "state) or create the state with `dtype=jnp.float32`."
             )
+    return True
+
+
+def merge_counts(first: Any, second: Any, totals: Callable[[Any], Any], name: str) -> Any:
+    """`add_states(first, second)` for states of counts, ``totals(state)`` being the counts that
+    bound all the others: a merge that would wrap them around raises `OverflowError` eagerly and,
+    traced, counts as a bad batch (label by label)."""
+    checked = refuse_wrap_around(totals(first), totals(second), name)
+    merged = add_states(first, second)
+    if checked:
+        return merged
+    over = per_label(lambda state, news: wraps_around(totals(state), news), first, totals(second))
+    return dataclasses.replace(
+        merged, num_bad_batches=merged.num_bad_batches + over.astype(jnp.int32)
+    )
 
 
 def default_count_dtype():

@@ -8,6 +8,7 @@ see `streaming` for the overview.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import jax.numpy as jnp
@@ -21,8 +22,6 @@ from jaxmetrics._src.metrics import counts as counts_lib
 from jaxmetrics._src.metrics.counts import Counts
 from jaxmetrics._src.streaming.base import (
     accumulate,
-    add_states,
-    all_concrete,
     as_thresholds,
     check_batch,
     check_num_labels,
@@ -31,6 +30,7 @@ from jaxmetrics._src.streaming.base import (
     default_count_dtype,
     is_bad,
     label_shape,
+    merge_counts,
     per_label,
     refuse_wrap_around,
     state_class,
@@ -38,6 +38,11 @@ from jaxmetrics._src.streaming.base import (
     thresholds_as_compared,
     wraps_around,
 )
+
+
+def _batch_class_totals(counts: Counts) -> tuple[Array, Array]:
+    """A batch's positives and negatives (``[L]`` of multilabel counts ``[L, T]``)."""
+    return counts.tp[..., 0] + counts.fn[..., 0], counts.fp[..., 0] + counts.tn[..., 0]
 
 
 @state_class
@@ -181,32 +186,26 @@ class BinnedCurve:
 
     def _add_counts(self, counts: Counts) -> BinnedCurve:
         """Add a batch's counts at the grid, ``[T]`` (``[L, T]``: label by label)."""
-        refuse_wrap_around(*self._totals(counts), "BinnedCurve.update")
-        return per_label(BinnedCurve._add_label_counts, self, counts)
+        news = _batch_class_totals(counts)
+        checked = refuse_wrap_around(self._class_totals(), news, "BinnedCurve.update")
+        add = functools.partial(BinnedCurve._add_label_counts, checked=checked)
+        return per_label(add, self, counts)
 
-    def _counts(self) -> Counts:
-        """The state's counts as a batch's (`confusion_counts`): what a merge adds."""
-        fn, tn = self.total_positive[..., None] - self.tp, self.total_negative[..., None] - self.fp
-        return Counts(self.tp, self.fp, fn, tn)
+    def _class_totals(self) -> tuple[Array, Array]:
+        """The positives and negatives counted: every other count is at most one of them."""
+        return self.total_positive, self.total_negative
 
-    def _totals(self, counts: Counts) -> tuple[tuple[Array, Array], tuple[Array, Array]]:
-        """(the state's class totals, the batch's): every count is at most its class total."""
-        batch = (counts.tp[..., 0] + counts.fn[..., 0], counts.fp[..., 0] + counts.tn[..., 0])
-        return (self.total_positive, self.total_negative), batch
-
-    def _wraps_around(self, counts: Counts) -> Array:
-        return wraps_around(*self._totals(counts))
-
-    def _add_label_counts(self, counts: Counts) -> BinnedCurve:
+    def _add_label_counts(self, counts: Counts, *, checked: bool) -> BinnedCurve:
+        positives, negatives = _batch_class_totals(counts)
         bad = is_bad(counts)
-        if not all_concrete(self, counts):  # (eagerly, `_add_counts` raised on a wrap-around)
-            bad = bad | self._wraps_around(counts)
+        if not checked:  # (traced: counts that would wrap around are refused as a bad batch)
+            bad = bad | wraps_around(self._class_totals(), (positives, negatives))
         return dataclasses.replace(
             self,
             tp=accumulate(self.tp, counts.tp, bad),
             fp=accumulate(self.fp, counts.fp, bad),
-            total_positive=accumulate(self.total_positive, counts.tp[0] + counts.fn[0], bad),
-            total_negative=accumulate(self.total_negative, counts.fp[0] + counts.tn[0], bad),
+            total_positive=accumulate(self.total_positive, positives, bad),
+            total_negative=accumulate(self.total_negative, negatives, bad),
             num_bad_batches=self.num_bad_batches + bad.astype(jnp.int32),
         )
 
@@ -236,12 +235,7 @@ class BinnedCurve:
         Counts that would wrap around raise `OverflowError` eagerly and, under `jax.jit`, count
         as a bad batch (`jax.lax.psum` adds without this check)."""
         check_same_config(self, other, "BinnedCurve")
-        refuse_wrap_around(*self._totals(other._counts()), "BinnedCurve.merge")
-        over = per_label(BinnedCurve._wraps_around, self, other._counts())
-        merged = add_states(self, other)
-        return dataclasses.replace(
-            merged, num_bad_batches=merged.num_bad_batches + over.astype(jnp.int32)
-        )
+        return merge_counts(self, other, BinnedCurve._class_totals, "BinnedCurve.merge")
 
     def compute(self) -> dict[str, Array]:
         """The metrics and curves of the samples seen.

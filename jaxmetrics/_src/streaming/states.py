@@ -42,8 +42,8 @@ batches; `compute` is one compiled program (per state type and configuration). C
 bool and integer weights and float weights that are whole numbers (a float 0/1 padding mask),
 counted exactly; a fractional weight raises `ValueError` eagerly and, under jit, makes the
 batch bad (refused and counted). So do counts that an update or a merge would take past the
-type's largest value (`OverflowError` eagerly): they would wrap around. Create a state with ``dtype=jnp.float32`` to count fractional
-weights (any weight is then added in float32). With x64 on, results are float64.
+type's largest value (`OverflowError` eagerly): they would wrap around. Create a state with
+``dtype=jnp.float32`` to count fractional weights (any weight is then added in float32). With x64 on, results are float64.
 
 This module holds `ConfusionState`, `Mean` and `Collection`; the curves are in
 `streaming_curves` (binned) and `streaming_exact` (exact), the machinery every state shares in
@@ -53,6 +53,7 @@ This module holds `ConfusionState`, `Mean` and `Collection`; the curves are in
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any
 
@@ -72,7 +73,6 @@ from jaxmetrics._src.metrics.counts import Counts
 from jaxmetrics._src.streaming.base import (
     accumulate,
     add_states,
-    all_concrete,
     as_thresholds,
     check_batch,
     check_num_labels,
@@ -81,6 +81,7 @@ from jaxmetrics._src.streaming.base import (
     default_count_dtype,
     is_bad,
     label_shape,
+    merge_counts,
     per_label,
     refuse_wrap_around,
     state_class,
@@ -191,16 +192,14 @@ class ConfusionState:
 
     def _add_counts(self, counts: Counts | Array) -> ConfusionState:
         """Add a batch's counts (``[L, T]`` of a multilabel state: label by label)."""
-        refuse_wrap_around(self.counts, counts, "ConfusionState.update")
-        return per_label(ConfusionState._add_label_counts, self, counts)
+        checked = refuse_wrap_around(self.counts, counts, "ConfusionState.update")
+        add = functools.partial(ConfusionState._add_label_counts, checked=checked)
+        return per_label(add, self, counts)
 
-    def _wraps_around(self, counts: Counts | Array) -> Array:
-        return wraps_around(self.counts, counts)
-
-    def _add_label_counts(self, counts: Counts | Array) -> ConfusionState:
+    def _add_label_counts(self, counts: Counts | Array, *, checked: bool) -> ConfusionState:
         bad = is_bad(counts)
-        if not all_concrete(self, counts):  # (eagerly, `_add_counts` raised on a wrap-around)
-            bad = bad | self._wraps_around(counts)
+        if not checked:  # (traced: counts that would wrap around are refused as a bad batch)
+            bad = bad | wraps_around(self.counts, counts)
         added = jax.tree_util.tree_map(
             lambda total, new: accumulate(total, new, bad), self.counts, counts
         )
@@ -248,12 +247,7 @@ class ConfusionState:
         Counts that would wrap around raise `OverflowError` eagerly and, under `jax.jit`, count
         as a bad batch (`jax.lax.psum` adds without this check)."""
         check_same_config(self, other, "ConfusionState")
-        refuse_wrap_around(self.counts, other.counts, "ConfusionState.merge")
-        over = per_label(ConfusionState._wraps_around, self, other.counts)
-        merged = add_states(self, other)
-        return dataclasses.replace(
-            merged, num_bad_batches=merged.num_bad_batches + over.astype(jnp.int32)
-        )
+        return merge_counts(self, other, lambda state: state.counts, "ConfusionState.merge")
 
     def compute(self) -> dict[str, Any]:
         """The rates of the samples seen.
