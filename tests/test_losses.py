@@ -399,6 +399,27 @@ def test_hinge_pair_losses_of_large_samples_are_summed_in_blocks_exactly(rng, su
     np.testing.assert_allclose(grads, [expected_grad, expected_grad], rtol=1e-4, atol=1e-5 * scale)
 
 
+@pytest.mark.parametrize("surrogate", sorted(SURROGATE_TERMS))
+@pytest.mark.parametrize("n", [60, pair_sums.BLOCKED_MOMENTS_SAMPLES + 917])
+def test_pairwise_auc_loss_is_the_same_for_huge_weights(rng, surrogate, n):
+    # a mean over pairs, the same for weights times any constant: weights of 1e20 made the pair
+    # weights' total overflow float32 (NaN); x 2^100 is exact, so the loss must be equal
+    logits, labels, weights = dyadic_problem(rng, n)
+    huge = weights * np.float32(2.0**100)
+    value_and_grad = jax.jit(
+        jax.value_and_grad(
+            lambda s, w: jl.pairwise_auc_loss(s, labels, surrogate=surrogate, sample_weight=w)
+        )
+    )
+    (value, grad), (huge_value, huge_grad) = value_and_grad(logits, weights), value_and_grad(
+        logits, huge
+    )
+    assert np.isfinite(float(value)) and float(huge_value) == float(value)
+    np.testing.assert_array_equal(huge_grad, grad)
+    eager = jl.pairwise_auc_loss(logits, labels, surrogate=surrogate, sample_weight=huge)
+    assert float(eager) == pytest.approx(float(value), rel=1e-6)
+
+
 @pytest.mark.parametrize("surrogate", ["hinge", "squared_hinge"])
 def test_hinge_pair_losses_at_huge_logits(surrogate):
     power = 1 if surrogate == "hinge" else 2

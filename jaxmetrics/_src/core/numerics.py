@@ -63,3 +63,15 @@ def safe_divide(
         jnp.broadcast_to(jnp.where(empty, jnp.ones_like(denominator), denominator), shape)
     )
     return jnp.where(empty, jnp.asarray(zero_division, dtype), numerator / safe)
+
+
+def weight_scale(weights: Array) -> Array:
+    """The power of two, at least 1, that divides the largest of `weights` down to at most 1.
+
+    A ratio of weighted sums (a fit, a mean over pairs) is the same for weights times any
+    constant; divided by this (exactly: a power of two), weights of 1e30 cannot overflow the
+    products and sums of such a ratio, and weights at most 1 are left as they are.
+    """
+    _, exponent = jnp.frexp(jnp.max(weights))  # the largest weight is in [2^(e-1), 2^e)
+    maxexp = jnp.finfo(weights.dtype).maxexp
+    return jnp.ldexp(jnp.ones((), weights.dtype), jnp.clip(exponent, 0, maxexp - 1))

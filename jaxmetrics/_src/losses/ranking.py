@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmetrics._src.core import batching, checks, kernels
-from jaxmetrics._src.core.numerics import safe_divide
+from jaxmetrics._src.core.numerics import safe_divide, weight_scale
 from jaxmetrics._src.core.options import check_option
 from jaxmetrics._src.core.typing import Array, ArrayLike, Surrogate, options_of
 from jaxmetrics._src.losses.pair_sums import hinge_pairs, row_sums
@@ -94,6 +94,8 @@ def _pairwise_losses(
     (called eagerly, op-by-op dispatch would compile each operation of the kernel instead)."""
 
     def kernel(scores: Array, labels: Array, weights: Array) -> Array:
+        # a mean over pairs: weights of 1e20 made the pair weights' total overflow (NaN)
+        weights = weights / weight_scale(weights)
         positive, negative = weights * labels, weights * (1 - labels)
         if surrogate in ("hinge", "squared_hinge"):
             total = hinge_pairs(scores, labels, weights, margin, 1 if surrogate == "hinge" else 2)

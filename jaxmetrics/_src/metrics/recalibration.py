@@ -21,7 +21,7 @@ import numpy as np
 from jax.scipy.special import ndtr
 
 from jaxmetrics._src.core import batching, coercion, kernels
-from jaxmetrics._src.core.numerics import float_dtype, safe_divide
+from jaxmetrics._src.core.numerics import float_dtype, safe_divide, weight_scale
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.metrics.calibration import any_flagged, probability_inputs
 from jaxmetrics._src.stats.intervals import normal_quantile
@@ -183,8 +183,7 @@ def _fit_kernel(probs, labels, weights, z, *, slope):
     # the fit is the same for weights times any constant, and its information scales with them:
     # weights above 1 are scaled down by a power of two (exactly) to at most 1, so that the 2 x 2
     # information's determinant cannot overflow (weights of 1e30 gave the start, slope 1)
-    _, exponent = jnp.frexp(jnp.max(weights))  # the largest weight is in [2^(e-1), 2^e)
-    scale = jnp.ldexp(jnp.ones((), dtype), jnp.clip(exponent, 0, jnp.finfo(dtype).maxexp - 1))
+    scale = weight_scale(weights)
     theta, covariance, converged = _newton(
         logit, labels.astype(dtype), weights / scale, slope=slope
     )
