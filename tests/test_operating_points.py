@@ -198,6 +198,20 @@ def test_integer_weights_equal_repeated_rows(rng, criterion, level):
     np.testing.assert_allclose(np.array(weighted, float), np.array(repeated, float), rtol=1e-6)
 
 
+@pytest.mark.parametrize("criterion", ["youden", "corner"])
+def test_huge_weights_choose_the_same_point(rng, criterion):
+    """Weights times 2^100 (exact in float32): the same point. Youden's key tp N - fp P and the
+    corner's (fn N)^2 + (fp P)^2 overflowed float32 (inf - inf): J of 0.17 instead of 0.38,
+    and the corner's search flagged nothing."""
+    scores, labels, weights = tied_problem(rng, n=200, weighted=True)
+    search = SEARCHES[criterion]
+    base = search(scores, labels, weights, 0.0)
+    huge = weights * np.float32(2.0**100)
+    for got in (search(scores, labels, huge, 0.0), jax.jit(search)(scores, labels, huge, 0.0)):
+        assert np.isfinite(float(got.threshold))
+        np.testing.assert_allclose(got, base, rtol=1e-6)
+
+
 def test_eager_jit_vmap_and_batch_agree(rng):
     criterion, level = "specificity", 0.9  # the criterion is traced: one program serves all
     rows = [tied_problem(rng, n=32, levels=10) for _ in range(3)]

@@ -2,6 +2,8 @@
 GLM, Spiegelhalter's and Hosmer-Lemeshow's tests and the debiased calibration error against
 their formulas written here in numpy (p-values from scipy.stats)."""
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -256,3 +258,30 @@ def test_huge_weights_give_the_same_fit_and_a_narrower_interval(rng, fit):
     assert float(huge.value) == pytest.approx(float(base.value), rel=1e-5, abs=1e-6)
     half = (float(base.high) - float(base.low)) / 2
     assert float(huge.high) - float(huge.value) == pytest.approx(half / 2.0**50, rel=1e-3)
+
+
+def test_hosmer_lemeshow_of_huge_weights_agrees_with_float64(rng):
+    """Frequency weights of about 1e30 (integers times 2^100): (O - E)^2 and E (n - E) of a
+    group overflowed float32, and the statistic was inf / inf = NaN. float64 (x64), where they
+    do not overflow, gives the reference; the probabilities are multiples of 1/64, the same
+    values, so the same groups, in both."""
+    probs = rng.integers(1, 64, N) / 64
+    labels = (rng.random(N) < probs**1.3).astype(np.int32)
+    weights = rng.integers(1, 4, N) * 2.0**100
+    single = jm.hosmer_lemeshow_test(
+        probs.astype(np.float32), labels, sample_weight=weights.astype(np.float32)
+    )
+    jitted = jax.jit(jm.hosmer_lemeshow_test)(
+        probs.astype(np.float32), labels, sample_weight=weights.astype(np.float32)
+    )
+    jax.config.update("jax_enable_x64", True)
+    try:
+        double = jm.hosmer_lemeshow_test(probs, labels, sample_weight=weights)
+        assert double.statistic.dtype == jnp.float64
+        double = [float(double.statistic), float(double.p_value), int(double.degrees_of_freedom)]
+    finally:
+        jax.config.update("jax_enable_x64", False)
+    assert math.isfinite(double[0]) and double[0] > 1e30
+    for got in (single, jitted):
+        assert float(got.statistic) == pytest.approx(double[0], rel=1e-5)
+        assert float(got.p_value) == double[1] and int(got.degrees_of_freedom) == double[2]

@@ -65,13 +65,21 @@ def safe_divide(
     return jnp.where(empty, jnp.asarray(zero_division, dtype), numerator / safe)
 
 
-def weight_scale(weights: Array) -> Array:
-    """The power of two, at least 1, that divides the largest of `weights` down to at most 1.
+def weight_scale(weights: Array, *, below: int = 0) -> Array:
+    """The power of two, at least 1, that divides the largest of `weights` below ``2^below``.
 
     A ratio of weighted sums (a fit, a mean over pairs) is the same for weights times any
     constant; divided by this (exactly: a power of two), weights of 1e30 cannot overflow the
-    products and sums of such a ratio, and weights at most 1 are left as they are.
+    products and sums of such a ratio, and weights already below ``2^below`` are left as they
+    are. `products_bound` gives the `below` under which products of four such values stay finite.
     """
     _, exponent = jnp.frexp(jnp.max(weights))  # the largest weight is in [2^(e-1), 2^e)
     maxexp = jnp.finfo(weights.dtype).maxexp
-    return jnp.ldexp(jnp.ones((), weights.dtype), jnp.clip(exponent, 0, maxexp - 1))
+    return jnp.ldexp(jnp.ones((), weights.dtype), jnp.clip(exponent - below, 0, maxexp - 1))
+
+
+def products_bound(dtype) -> int:
+    """An exponent b such that a sum of two products of four values below ``2^b`` each is finite
+    in `dtype` (float32: 31, float64: 255): counts scaled below it (`weight_scale`) can be
+    multiplied and squared, as in ``(fn N)^2 + (fp P)^2``."""
+    return jnp.finfo(dtype).maxexp // 4 - 1

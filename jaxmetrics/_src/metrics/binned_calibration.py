@@ -47,13 +47,15 @@ def _hosmer_lemeshow(table: ReliabilityTable) -> HosmerLemeshowTest:
     dtype = float_dtype()
     count = table.count.astype(dtype)
     filled = count > 0
-    observed = jnp.where(filled, table.fraction_positive * count, 0)
-    expected = jnp.where(filled, table.mean_predicted * count, 0)
-    # (O - E)^2 / E + (O - E)^2 / (n - E), the positives' and the negatives' cells together
-    spread = expected * (count - expected)
+    observed = jnp.where(filled, table.fraction_positive, 0)
+    expected = jnp.where(filled, table.mean_predicted, 0)
+    # (O - E)^2 / E + (O - E)^2 / (n - E), the positives' and the negatives' cells together,
+    # = n (o - e)^2 / (e (1 - e)) of the group's rates o = O / n and e = E / n: of the rates, so
+    # that weights of 1e30 do not overflow (O - E)^2 and E (n - E) (the statistic was inf / inf)
+    spread = expected * (1 - expected)
     terms = jnp.where(
         spread > 0,
-        safe_divide((observed - expected) ** 2 * count, spread),
+        count * safe_divide((observed - expected) ** 2, spread),
         jnp.where(observed == expected, 0, jnp.inf),  # a group whose probabilities are all 0 or 1
     )
     statistic = jnp.where(filled, terms, 0).sum(-1)

@@ -23,7 +23,7 @@ import numpy as np
 
 from jaxmetrics._src.core import checks, coercion, exact_order, sorting
 from jaxmetrics._src.core.floors import check_level, meets_floor, split_level
-from jaxmetrics._src.core.numerics import float_dtype, safe_divide
+from jaxmetrics._src.core.numerics import float_dtype, products_bound, safe_divide, weight_scale
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.mesh import recipe
 from jaxmetrics._src.stats.bootstrap import bootstrap
@@ -82,6 +82,16 @@ def _points(groups: sorting.Groups) -> tuple[Array, Array, Array, Array]:
 _CRITERIA = ("youden", "corner", "sensitivity", "specificity")
 
 
+def _criterion_keys(tp: Array, fp: Array, p: Array, n: Array) -> Array:
+    """``[4, points]`` keys to maximise, one per criterion: J P N = tp N - fp P, -d^2 P^2 N^2 =
+    -(fn N)^2 - (fp P)^2, TP and TN - N. Integers for integer weights (exact below 2^24 in
+    float32), so that ties are ties; the counts are first divided by a power of two where those
+    products would overflow (weights of 1e30: J's key was inf - inf), which changes no order."""
+    scale = weight_scale(jnp.maximum(p, n), below=products_bound(tp.dtype))
+    tp, fp, p, n = (count / scale for count in (tp, fp, p, n))
+    return jnp.stack([tp * n - fp * p, -(((p - tp) * n) ** 2 + (fp * p) ** 2), tp, -fp])
+
+
 def _search_kernel(
     scores: Array, labels: Array, weights: Array | None, parameters: Array
 ) -> tuple[Array, Array, Array, Array]:
@@ -90,9 +100,7 @@ def _search_kernel(
     tp, fp, p, n = _points(groups)
     sensitivity, specificity = safe_divide(tp, p), safe_divide(n - fp, n)
     criterion, floor = parameters[0].astype(jnp.int32), (parameters[1], parameters[2])
-    # keys to maximise, integers for integer weights (exact below 2^24 in float32), so that
-    # ties are ties: J P N = tp N - fp P, -d^2 P^2 N^2 = -(fn N)^2 - (fp P)^2, TP, TN - N
-    keys = jnp.stack([tp * n - fp * p, -(((p - tp) * n) ** 2 + (fp * p) ** 2), tp, -fp])
+    keys = _criterion_keys(tp, fp, p, n)
     always = jnp.ones_like(tp, bool)
     # floors compared exactly (`meets_floor`): a float32 floor rounds to the rate it excludes
     feasible = [always, always, meets_floor(n - fp, n, floor), meets_floor(tp, p, floor)]
