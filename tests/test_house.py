@@ -91,10 +91,7 @@ def test_the_app_uses_the_public_api_only():
     app = [m for m in MODULES if _layer(m) == "app"]
     edges = _internal_edges()  # (once: it parses every module)
     reached = [
-        f"{m} -> {t}"
-        for m in app
-        for t in edges[m]
-        if t not in PUBLIC and _layer(t) != "app"
+        f"{m} -> {t}" for m in app for t in edges[m] if t not in PUBLIC and _layer(t) != "app"
     ]
     assert reached == []
 

@@ -411,8 +411,9 @@ def test_pairwise_auc_loss_is_the_same_for_huge_weights(rng, surrogate, n):
             lambda s, w: jl.pairwise_auc_loss(s, labels, surrogate=surrogate, sample_weight=w)
         )
     )
-    (value, grad), (huge_value, huge_grad) = value_and_grad(logits, weights), value_and_grad(
-        logits, huge
+    (value, grad), (huge_value, huge_grad) = (
+        value_and_grad(logits, weights),
+        value_and_grad(logits, huge),
     )
     assert np.isfinite(float(value)) and float(huge_value) == float(value)
     np.testing.assert_array_equal(huge_grad, grad)

@@ -43,7 +43,8 @@ bool and integer weights and float weights that are whole numbers (a float 0/1 p
 counted exactly; a fractional weight raises `ValueError` eagerly and, under jit, makes the
 batch bad (refused and counted). So do counts that an update or a merge would take past the
 type's largest value (`OverflowError` eagerly): they would wrap around. Create a state with
-``dtype=jnp.float32`` to count fractional weights (any weight is then added in float32). With x64 on, results are float64.
+``dtype=jnp.float32`` to count fractional weights (any weight is then added in float32). With
+x64 on, results are float64.
 
 This module holds `ConfusionState`, `Mean` and `Collection`; the curves are in
 `streaming_curves` (binned) and `streaming_exact` (exact), the machinery every state shares in
