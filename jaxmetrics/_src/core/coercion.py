@@ -33,7 +33,7 @@ def as_real_array(
     A JAX array by default; with `host=True` a known value stays a numpy array, so that an
     eager call can check and pad it without dispatching (and compiling) one JAX op per shape.
     An array split over a mesh is made whole on every device (`layouts.replicate`), unless
-    `keep_split` (the metrics with a sharded kernel: `sharded.py`).
+    `keep_split` (the metrics with a mesh form: `mesh/forms.py`).
     """
     if value is None:
         raise TypeError(f"`{name}` is required; got None.")

@@ -1,5 +1,6 @@
 """Soft confusion counts and the losses read off them (soft F-beta, precision, recall), with the
-input check every training loss shares; the ranking losses are in `ranking_losses`.
+input check every training loss shares; the ranking losses are in `ranking`, `partial_auc`
+and `listwise`.
 
 Every loss takes predictions first (logits or probabilities), then 0/1 labels, with keyword-only
 options; samples lie on the last axis and leading axes are batch axes, so a loss returns one value

@@ -4,7 +4,7 @@
 
 State is explicit: a NamedTuple pytree that goes in and comes out, so a training step stays a
 pure function under `jax.jit` and `lax.scan`. Inputs, weights and bad input follow `losses`
-(`loss_inputs`); the AUC-M state and objective are `ranking_losses`'.
+(`loss_inputs`); the AUC-M state and objective are `ranking`'s.
 """
 
 from __future__ import annotations

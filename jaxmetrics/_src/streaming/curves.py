@@ -1,7 +1,7 @@
 """Streaming ranking curve at a threshold grid: `BinnedCurve` (counts, merged by addition; the
-exact buffer is `streaming_exact.ExactCurve`).
+exact buffer is `exact.ExactCurve`).
 
-The state machinery and the rules for bad batches and multilabel states are `streaming_state`'s;
+The state machinery and the rules for bad batches and multilabel states are `base`'s;
 see `streaming` for the overview.
 """
 

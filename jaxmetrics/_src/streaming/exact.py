@@ -1,7 +1,7 @@
 """Streaming exact ranking curve: `ExactCurve`, a fixed-capacity buffer of the samples whose
 scores are kept exactly (float64 values as order-preserving 64-bit keys), with exact metrics.
 
-The state machinery and the rules for bad batches and multilabel states are `streaming_state`'s;
+The state machinery and the rules for bad batches and multilabel states are `base`'s;
 see `streaming` for the overview.
 """
 

@@ -47,8 +47,8 @@ type's largest value (`OverflowError` eagerly): they would wrap around. Create a
 x64 on, results are float64.
 
 This module holds `ConfusionState`, `Mean` and `Collection`; the curves are in
-`streaming_curves` (binned) and `streaming_exact` (exact), the machinery every state shares in
-`streaming_state`.
+`curves` (binned) and `exact` (exact), the machinery every state shares in
+`base`.
 """
 
 from __future__ import annotations
