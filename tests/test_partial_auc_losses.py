@@ -388,6 +388,23 @@ def test_every_loss_at_huge_ordered_logits_is_zero_with_zero_gradient(rng):
     assert float(value) == 0 and (np.asarray(grad) == 0).all()
 
 
+def test_every_loss_is_the_same_for_huge_weights(rng):
+    """Weights times 2^100: the CVaR forms' pair weight (kept positives times kept negatives)
+    overflowed float32 and the loss was NaN. The kept shares of a class are whole numbers here
+    (0.3 of 30 negatives, 0.6 of 10 positives), so scaling the weights keeps the same samples
+    and every loss and gradient is the same."""
+    labels = np.repeat([1, 0], [20, 40]).astype(np.int32)
+    weights = np.concatenate([np.repeat([1, 0], 10), np.repeat([1, 0], [30, 10])])
+    order = rng.permutation(60)
+    labels, weights = labels[order], weights[order].astype(np.float32)
+    logits = (np.round(rng.normal(size=60) * 2) / 2 + labels).astype(np.float32)
+    got = every_value_and_grad(logits, labels, weights)
+    huge = every_value_and_grad(logits, labels, weights * np.float32(2.0**100))
+    for key, (value, grad) in got.items():
+        assert float(huge[key][0]) == pytest.approx(float(value), rel=1e-5), key
+        np.testing.assert_allclose(huge[key][1], grad, rtol=1e-4, atol=1e-7, err_msg=str(key))
+
+
 def kl_loop(logits, labels, temperature, two_way):
     """The squared-hinge KL loss in float64, as tau log mean exp(l / tau) written with log1p and
     expm1 (at tau = 1e12 the values l / tau are 1e-12, below float64's relative precision in

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmetrics._src.core import batching, checks, kernels, sorting
-from jaxmetrics._src.core.numerics import safe_divide
+from jaxmetrics._src.core.numerics import products_bound, safe_divide, weight_scale
 from jaxmetrics._src.core.options import check_option
 from jaxmetrics._src.core.typing import Array, ArrayLike, Surrogate, options_of
 from jaxmetrics._src.losses.pair_sums import PAIR_BLOCK, hinge_total, rank_scores, row_sums
@@ -109,6 +109,12 @@ def _cvar_kernel(
     # (with min_tpr = 0 every share is exactly 1: the whole class is kept)
     positive = weights * labels
     positive = positive * _shares(ranked, fixed * labels, kept_positive, top=False)
+    # the selection reads the weights as counts (the ceilings above); the mean over the kept
+    # pairs is the same for kept weights divided by a power of two, which they are where their
+    # products could overflow (weights of 1e30 gave NaN: the pairs' weight was inf)
+    scale = weight_scale(fixed, below=products_bound(fixed.dtype))
+    positive, negative = positive / scale, negative / scale
+    kept_positive, kept_negative = kept_positive / scale, kept_negative / scale
     if surrogate in ("hinge", "squared_hinge"):
         total = hinge_total(ranked, positive, negative, margin, 1 if surrogate == "hinge" else 2)
     else:
