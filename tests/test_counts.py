@@ -130,6 +130,21 @@ def test_matthews_corrcoef_large_counts_do_not_overflow():
     assert float(jm.matthews_corrcoef(big)) == pytest.approx(expected, rel=1e-6)
 
 
+def test_matthews_corrcoef_of_weighted_counts_of_1e20_and_more():
+    """Counts of summed weights (floats) past 1e19: tp tn and the products under the square
+    roots overflowed float32 and the coefficient was NaN. The same counts times 2^70 and 2^100
+    give the same coefficient, as Counts, as a matrix, batched beside small counts and jitted."""
+    tp, fp, fn, tn = 30.0, 5.0, 10.0, 40.0
+    expected = (tp * tn - fp * fn) / math.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+    for scale in (2.0**70, 2.0**100):
+        counts = jm.Counts(*(np.float32(c * scale) for c in (tp, fp, fn, tn)))
+        assert float(jm.matthews_corrcoef(counts)) == pytest.approx(expected, rel=1e-6)
+        matrix = np.array([[tn, fp], [fn, tp]], np.float32)
+        batch = np.stack([matrix, matrix * np.float32(scale)])
+        for got in (jm.matthews_corrcoef(batch), jax.jit(jm.matthews_corrcoef)(batch)):
+            np.testing.assert_allclose(got, [expected, expected], rtol=1e-6)
+
+
 def test_empty_denominators_are_nan_by_default_and_zero_division_reproduces_sklearn():
     nothing_flagged = jm.Counts(0, 0, 5, 5)
     assert math.isnan(float(jm.precision(nothing_flagged)))

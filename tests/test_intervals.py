@@ -221,6 +221,34 @@ def test_delong_is_float64_end_to_end_under_x64(rng, x64):
     np.testing.assert_allclose(result.covariance, covariance, rtol=1e-10)
 
 
+def test_delong_of_huge_weights_agrees_with_float64(rng):
+    """Weights of about 1e30 (integers times 2^100): XLA folded the covariance's two divisions
+    (by total - 1, then by the class total) into one by their product, which overflowed
+    float32: a variance of 0 and a test statistic of inf. float64 (x64) gives the reference."""
+    labels = rng.integers(0, 2, 40)
+    labels[:4] = [0, 1, 0, 1]
+    scores = (np.round(rng.normal(size=(2, 40)) * 4) / 4 + labels).astype(np.float32)
+    weights = rng.integers(1, 4, 40) * 2.0**100
+
+    def numbers(single):
+        dtype = np.float32 if single else np.float64
+        result = jm.delong(scores, labels, sample_weight=weights.astype(dtype))
+        test = jax.jit(jm.delong_test)(
+            scores[0], scores[1], labels, sample_weight=weights.astype(dtype)
+        )
+        return [np.asarray(x, np.float64) for x in (result.variance, result.covariance, *test)]
+
+    single = numbers(True)
+    jax.config.update("jax_enable_x64", True)
+    try:
+        double = numbers(False)
+    finally:
+        jax.config.update("jax_enable_x64", False)
+    assert (double[0] > 0).all() and (double[0] < 1e-30).all()
+    for got, expected in zip(single, double, strict=True):
+        np.testing.assert_allclose(got, expected, rtol=2e-5)
+
+
 def test_delong_keeps_a_model_axis_of_one():
     scores, labels = asah()
     result = jm.delong(scores[:1], labels)
@@ -347,6 +375,31 @@ def test_wilson_interval_ends_of_issue_25():
     z = stats.norm.ppf(0.975)
     low = (23 + z**2 / 2) / (23 + z**2) - z / (23 + z**2) * np.sqrt(z**2 / 4)
     assert float(jm.wilson_interval(23, 23)[0]) == pytest.approx(low, abs=1e-6)
+
+
+def test_wilson_and_hanley_mcneil_of_counts_past_1e19():
+    """Weighted counts past 1e19: Wilson's k (n - k) and Hanley-McNeil's n+ n- overflowed
+    float32, giving the interval [0, 1] and a standard error of 0. The formulas in float64."""
+    z = stats.norm.ppf(0.975)
+    for k, n in ((3e20, 1e21), (3e30, 1e31)):
+        center = (k + z**2 / 2) / (n + z**2)
+        half = z / (n + z**2) * np.sqrt(k * (n - k) / n + z**2 / 4)
+        for interval in (jm.wilson_interval, jax.jit(jm.wilson_interval)):
+            low, high = interval(np.float32(k), np.float32(n))
+            assert float(low) == pytest.approx(center - half, rel=1e-6)
+            assert float(high) == pytest.approx(center + half, rel=1e-6)
+    # the reliability bins' intervals are Wilson's of the summed weights
+    probs = np.array([0.1, 0.3, 0.6, 0.8], np.float32)
+    bins = jm.reliability_bins(
+        probs, [0, 1, 1, 0], num_bins=2, sample_weight=np.full(4, 2.0**100, np.float32)
+    )
+    np.testing.assert_allclose([bins.low, bins.high], np.full((2, 2), 0.5), atol=1e-6)
+    auc, size = 0.8, 1e20
+    q1, q2 = auc / (2 - auc), 2 * auc**2 / (1 + auc)
+    variance = auc * (1 - auc) + (size - 1) * (q1 - auc**2 + q2 - auc**2)
+    expected = math.sqrt(variance / size / size)
+    got = jm.hanley_mcneil_standard_error(auc, np.float32(size), np.float32(size))
+    assert float(got) == pytest.approx(expected, rel=1e-5)
 
 
 def test_auc_power_of_shapes_that_do_not_broadcast_names_the_argument():

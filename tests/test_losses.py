@@ -421,6 +421,27 @@ def test_pairwise_auc_loss_is_the_same_for_huge_weights(rng, surrogate, n):
     assert float(eager) == pytest.approx(float(value), rel=1e-6)
 
 
+def test_soft_count_losses_have_the_same_gradient_for_huge_weights(rng):
+    """Weights times 2^62: the soft counts pass 1.8e19, and JAX's rule for a/b divides by b^2,
+    which overflowed float32, dropping the denominator's part of the gradient (soft precision
+    then had no gradient on the negatives). `safe_divide` has its own rule now."""
+    logits = rng.normal(size=40).astype(np.float32)
+    labels = (rng.random(40) < 0.4).astype(np.int32)
+    weights = rng.integers(1, 4, 40).astype(np.float32)
+    losses = (
+        lambda x, w: jl.soft_precision(x, labels, sample_weight=w),
+        lambda x, w: jl.soft_f_beta_loss(x, labels, sample_weight=w),
+    )
+    for loss in losses:
+        base = jax.grad(loss)(logits, weights)
+        for scale in (2.0**62, 2.0**100):
+            huge = jax.jit(jax.grad(loss))(logits, weights * np.float32(scale))
+            np.testing.assert_allclose(huge, base, rtol=1e-5, atol=1e-7)
+    numerator = np.float32(1e19)
+    grad = jax.grad(lambda t: jm.safe_divide(t, t + numerator))(numerator)
+    assert float(grad) == pytest.approx(0.25 / float(numerator), rel=1e-6)
+
+
 @pytest.mark.parametrize("surrogate", ["hinge", "squared_hinge"])
 def test_hinge_pair_losses_at_huge_logits(surrogate):
     power = 1 if surrogate == "hinge" else 2

@@ -70,6 +70,21 @@ def test_regression_batched_and_bad_input(rng):
         jm.r2_score(np.ones(3), np.ones(4))
 
 
+def test_rmse_and_r2_of_values_of_1e20_and_more(rng):
+    """Errors of 1e20: their squares overflowed float32 (RMSE inf, R² NaN). The same values
+    times 2^70 and 2^100 give the RMSE times the factor and the same R², eager and jitted
+    (float64 numpy as the reference)."""
+    predictions, targets = rng.normal(size=(2, 2, 30))
+    rmse = np.sqrt(((predictions - targets) ** 2).mean(-1))
+    r2 = [skm.r2_score(t, p) for p, t in zip(predictions, targets, strict=True)]
+    for scale in (2.0**70, 2.0**100):
+        p, t = (np.float32(scale) * x.astype(np.float32) for x in (predictions, targets))
+        for f in (jm.root_mean_squared_error, jax.jit(jm.root_mean_squared_error)):
+            np.testing.assert_allclose(f(p, t), rmse * scale, rtol=1e-5)
+        for f in (jm.r2_score, jax.jit(jm.r2_score)):
+            np.testing.assert_allclose(f(p, t), r2, rtol=1e-5)
+
+
 def test_r2_of_constant_targets_is_nan():
     # scikit-learn returns 1.0 (perfect predictions) or 0.0 here; R² is undefined
     assert math.isnan(float(jm.r2_score(np.ones(4), np.ones(4))))

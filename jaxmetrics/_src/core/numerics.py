@@ -62,18 +62,37 @@ def safe_divide(
     safe = jax.lax.optimization_barrier(
         jnp.broadcast_to(jnp.where(empty, jnp.ones_like(denominator), denominator), shape)
     )
-    return jnp.where(empty, jnp.asarray(zero_division, dtype), numerator / safe)
+    return jnp.where(empty, jnp.asarray(zero_division, dtype), _quotient(numerator, safe))
 
 
-def weight_scale(weights: Array, *, below: int = 0) -> Array:
+@jax.custom_jvp
+def _quotient(numerator: Array, denominator: Array) -> Array:
+    return numerator / denominator
+
+
+@_quotient.defjvp
+def _quotient_jvp(primals, tangents):
+    """d(a / b) = (da - (a / b) db) / b: JAX's own rule divides by b^2, which overflows float32
+    past b ~ 1.8e19 and dropped the denominator's part of the gradient (soft precision with
+    weights of 2^62: no gradient on the negatives)."""
+    numerator, denominator = primals
+    d_numerator, d_denominator = tangents
+    quotient = numerator / denominator
+    return quotient, (d_numerator - quotient * d_denominator) / denominator
+
+
+def weight_scale(weights: Array, *, below: int = 0, axis=None) -> Array:
     """The power of two, at least 1, that divides the largest of `weights` below ``2^below``.
 
     A ratio of weighted sums (a fit, a mean over pairs) is the same for weights times any
     constant; divided by this (exactly: a power of two), weights of 1e30 cannot overflow the
     products and sums of such a ratio, and weights already below ``2^below`` are left as they
     are. `products_bound` gives the `below` under which products of four such values stay finite.
+    The largest is over every element, or over `axis` (kept, for broadcasting; ``()`` gives one
+    scale per element).
     """
-    _, exponent = jnp.frexp(jnp.max(weights))  # the largest weight is in [2^(e-1), 2^e)
+    largest = jnp.max(weights, axis=axis, keepdims=axis is not None)
+    _, exponent = jnp.frexp(largest)  # the largest weight is in [2^(e-1), 2^e)
     maxexp = jnp.finfo(weights.dtype).maxexp
     return jnp.ldexp(jnp.ones((), weights.dtype), jnp.clip(exponent - below, 0, maxexp - 1))
 

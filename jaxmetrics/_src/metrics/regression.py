@@ -6,11 +6,13 @@ one compiled program (`_mae`, `_rmse`, `_r2`): an eager call compiles once per i
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
 from jaxmetrics._src.core import batching, checks, coercion
-from jaxmetrics._src.core.numerics import safe_divide
+from jaxmetrics._src.core.numerics import products_bound, safe_divide, weight_scale
 from jaxmetrics._src.core.typing import Array, ArrayLike
 
 
@@ -44,15 +46,28 @@ def _mae(predictions: Array, targets: Array, flags: tuple[Array, Array]) -> Arra
     return _marked(flags, jnp.abs(predictions - targets).mean(-1))
 
 
+def _row_scale(*deviations: Array) -> Array:
+    """``[*batch, 1]``: per row, the power of two that brings the largest of the `deviations`
+    below `products_bound`, so that their squares and sums cannot overflow (errors of 1e20 gave
+    an RMSE of inf and an R² of NaN in float32); 1 for smaller ones, which are left exact."""
+    bound = products_bound(deviations[0].dtype)
+    scales = [weight_scale(jnp.abs(d), below=bound, axis=-1) for d in deviations]
+    return functools.reduce(jnp.maximum, scales)  # (the deviations may broadcast)
+
+
 @jax.jit
 def _rmse(predictions: Array, targets: Array, flags: tuple[Array, Array]) -> Array:
-    return _marked(flags, jnp.sqrt(((predictions - targets) ** 2).mean(-1)))
+    errors = predictions - targets
+    scale = _row_scale(errors)
+    return _marked(flags, scale[..., 0] * jnp.sqrt(((errors / scale) ** 2).mean(-1)))
 
 
 @jax.jit
 def _r2(predictions: Array, targets: Array, flags: tuple[Array, Array]) -> Array:
-    residual = ((targets - predictions) ** 2).sum(-1)
-    total = ((targets - targets.mean(-1, keepdims=True)) ** 2).sum(-1)
+    errors, spread = targets - predictions, targets - targets.mean(-1, keepdims=True)
+    scale = _row_scale(errors, spread)  # the same for both: their ratio is unchanged
+    residual = ((errors / scale) ** 2).sum(-1)
+    total = ((spread / scale) ** 2).sum(-1)
     return _marked(flags, 1 - safe_divide(residual, total, jnp.nan))
 
 

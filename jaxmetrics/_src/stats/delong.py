@@ -113,9 +113,10 @@ def delong_moments(
     positive, negative = _class_counts(labels, weights)
     num_positive, num_negative = positive.sum(), negative.sum()
     auc = (v10 * positive).sum(-1) / num_positive
-    covariance = (
-        _covariance(v10, positive) / num_positive + _covariance(v01, negative) / num_negative
-    )
+    # behind a barrier: XLA rewrites x / (total - 1) / total as x / ((total - 1) total), which
+    # overflowed float32 for weights of 1e30 (the variance came out 0)
+    between = jax.lax.optimization_barrier((_covariance(v10, positive), _covariance(v01, negative)))
+    covariance = between[0] / num_positive + between[1] / num_negative
     return auc, covariance
 
 

@@ -79,7 +79,8 @@ def wilson_bounds(k: Array, n: Array, z: float) -> tuple[Array, Array]:
     bins'); `z` is the normal quantile of the confidence level.
     """
     center = (k + z * z / 2) / (n + z * z)
-    half = z / (n + z * z) * jnp.sqrt(k * (n - k) / n + z * z / 4)
+    # k (n - k) / n as k ((n - k) / n): the product overflowed float32 past n ~ 1e19 (weights)
+    half = z / (n + z * z) * jnp.sqrt(k * ((n - k) / n) + z * z / 4)
     return _containing(k, n, jnp.clip(center - half, 0, 1), jnp.clip(center + half, 0, 1))
 
 
@@ -273,9 +274,12 @@ def _hanley_mcneil(
     auc, num_positive, num_negative = _as_float(auc, num_positive, num_negative)
     q1 = auc / (2 - auc)
     q2 = 2 * auc**2 / (1 + auc)
-    variance = (
+    numerator = (
         auc * (1 - auc) + (num_positive - 1) * (q1 - auc**2) + (num_negative - 1) * (q2 - auc**2)
-    ) / (num_positive * num_negative)
+    )
+    # divided by each class size in turn (a barrier between: XLA would multiply them again),
+    # as their product overflowed float32 past 1e19 each
+    variance = jax.lax.optimization_barrier(numerator / num_positive) / num_negative
     invalid = jnp.broadcast_to(flags[0] | flags[1] | flags[2], variance.shape)
     return batching.nan_where(invalid, jnp.sqrt(variance))
 
