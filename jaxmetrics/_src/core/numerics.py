@@ -102,3 +102,11 @@ def products_bound(dtype) -> int:
     in `dtype` (float32: 31, float64: 255): counts scaled below it (`weight_scale`) can be
     multiplied and squared, as in ``(fn N)^2 + (fp P)^2``."""
     return jnp.finfo(dtype).maxexp // 4 - 1
+
+
+def scaled_for_products(counts: tuple[Array, ...], largest: Array) -> tuple[Array, ...]:
+    """`counts` divided, exactly, by the power of two that brings `largest` (their largest, per
+    element) below ``2^products_bound``: products of four of them cannot overflow (weights of
+    1e30 made tp N - fp P inf - inf); counts already below are returned as they are."""
+    scale = weight_scale(jnp.abs(largest), below=products_bound(largest.dtype), axis=())
+    return tuple(count / scale for count in counts)

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmetrics._src.core import coercion
-from jaxmetrics._src.core.numerics import float_dtype, products_bound, safe_divide, weight_scale
+from jaxmetrics._src.core.numerics import float_dtype, safe_divide, scaled_for_products
 from jaxmetrics._src.core.options import check_option
 from jaxmetrics._src.core.typing import Array, ArrayLike, Kappa, options_of
 from jaxmetrics._src.metrics.counts import Counts
@@ -23,13 +23,6 @@ _KAPPA_WEIGHTINGS = options_of(Kappa)
 
 def _float(x: Array) -> Array:
     return x.astype(float_dtype())
-
-
-def _scale(total: Array) -> Array:
-    """Per element, the power of two that brings the `total` count below `products_bound`:
-    counts divided by it (exactly) can be multiplied as Matthews' formula does (counts of 1e20
-    overflowed float32 in tp tn and total^2); counts below it are left as they are."""
-    return weight_scale(jnp.abs(total), below=products_bound(total.dtype), axis=())
 
 
 def matthews_corrcoef(
@@ -80,7 +73,7 @@ def matthews_corrcoef(
     if isinstance(counts_or_matrix, Counts):
         c = Counts(*(_float(jnp.asarray(x)) for x in counts_or_matrix))
         invalid = (c.tp < 0) | (c.fp < 0) | (c.fn < 0) | (c.tn < 0)
-        c = Counts(*(x / _scale(sum(c)) for x in c))
+        c = Counts(*scaled_for_products(c, sum(c)))  # counts of 1e20: tp tn would overflow
         numerator = c.tp * c.tn - c.fp * c.fn
         denominator = jnp.sqrt((c.tp + c.fp) * (c.tp + c.fn)) * jnp.sqrt(
             (c.tn + c.fp) * (c.tn + c.fn)
@@ -95,7 +88,7 @@ def matthews_corrcoef(
     # a matrix marked bad under jit (-1 cells) has no correlation: NaN
     invalid = marked(matrix)
     matrix = _float(matrix)
-    matrix = matrix / _scale(matrix.sum((-2, -1)))[..., None, None]
+    (matrix,) = scaled_for_products((matrix,), matrix.sum((-2, -1), keepdims=True))
     true_per_class = matrix.sum(axis=-1)
     predicted_per_class = matrix.sum(axis=-2)
     correct = jnp.trace(matrix, axis1=-2, axis2=-1)

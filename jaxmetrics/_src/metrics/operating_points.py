@@ -1,6 +1,5 @@
 """Clinical operating points: the Youden and closest-to-corner thresholds, sensitivity at a
-specificity floor and back, and a bootstrap band of the ROC curve (pROC's ``coords`` and
-``ci.se``).
+specificity floor and back, a bootstrap band of the ROC curve (pROC's ``coords``, ``ci.se``).
 
 Each search sorts the scores once and scores every tie group from the ranking engine's counts, as
 `thresholds.py` does, plus one extra candidate above every score: "flag nothing" (threshold
@@ -8,8 +7,8 @@ Each search sorts the scores once and scores every tie group from the ranking en
 the rule "predicted positive iff score >= threshold" and is one of the input's own values (decoded
 as in `thresholds.py`). pROC reports the midpoint between two neighbouring scores instead: same
 operating point, another number. Objectives compare integer-valued keys (``tp N - fp P`` for
-Youden's J), so ties are exact ties for integer weights, and their rule is stated per function.
-The criterion is traced, not static: one compiled program serves the four searches.
+Youden's J): ties are exact ties for integer weights, with their rule stated per function. The
+criterion is traced, not static: one compiled program serves the four searches.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ import numpy as np
 
 from jaxmetrics._src.core import checks, coercion, exact_order, sorting
 from jaxmetrics._src.core.floors import check_level, meets_floor, split_level
-from jaxmetrics._src.core.numerics import float_dtype, products_bound, safe_divide, weight_scale
+from jaxmetrics._src.core.numerics import float_dtype, safe_divide, scaled_for_products
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.mesh import recipe
 from jaxmetrics._src.stats.bootstrap import bootstrap
@@ -71,25 +70,17 @@ class RocBand(NamedTuple):
 
 
 def _points(groups: sorting.Groups) -> tuple[Array, Array, Array, Array]:
-    """(tp, fp) of every position with "flag nothing" appended last, and (P, N), in floats."""
+    """(tp, fp) of every position with "flag nothing" appended last, and (P, N), in floats,
+    scaled where the criteria's products would overflow (`scaled_for_products`)."""
     dtype = float_dtype()
     nothing = jnp.zeros(1, groups.tp.dtype)
     tp = jnp.concatenate([groups.tp, nothing]).astype(dtype)
     fp = jnp.concatenate([groups.fp, nothing]).astype(dtype)
-    return tp, fp, groups.total_positive.astype(dtype), groups.total_negative.astype(dtype)
+    p, n = groups.total_positive.astype(dtype), groups.total_negative.astype(dtype)
+    return scaled_for_products((tp, fp, p, n), jnp.maximum(p, n))
 
 
 _CRITERIA = ("youden", "corner", "sensitivity", "specificity")
-
-
-def _criterion_keys(tp: Array, fp: Array, p: Array, n: Array) -> Array:
-    """``[4, points]`` keys to maximise, one per criterion: J P N = tp N - fp P, -d^2 P^2 N^2 =
-    -(fn N)^2 - (fp P)^2, TP and TN - N. Integers for integer weights (exact below 2^24 in
-    float32), so that ties are ties; the counts are first divided by a power of two where those
-    products would overflow (weights of 1e30: J's key was inf - inf), which changes no order."""
-    scale = weight_scale(jnp.maximum(p, n), below=products_bound(tp.dtype))
-    tp, fp, p, n = (count / scale for count in (tp, fp, p, n))
-    return jnp.stack([tp * n - fp * p, -(((p - tp) * n) ** 2 + (fp * p) ** 2), tp, -fp])
 
 
 def _search_kernel(
@@ -100,7 +91,9 @@ def _search_kernel(
     tp, fp, p, n = _points(groups)
     sensitivity, specificity = safe_divide(tp, p), safe_divide(n - fp, n)
     criterion, floor = parameters[0].astype(jnp.int32), (parameters[1], parameters[2])
-    keys = _criterion_keys(tp, fp, p, n)
+    # keys to maximise, integers for integer weights (exact below 2^24 in float32: ties are
+    # ties): J P N = tp N - fp P, -d^2 P^2 N^2 = -(fn N)^2 - (fp P)^2, TP, TN - N
+    keys = jnp.stack([tp * n - fp * p, -(((p - tp) * n) ** 2 + (fp * p) ** 2), tp, -fp])
     always = jnp.ones_like(tp, bool)
     # floors compared exactly (`meets_floor`): a float32 floor rounds to the rate it excludes
     feasible = [always, always, meets_floor(n - fp, n, floor), meets_floor(tp, p, floor)]
@@ -108,8 +101,7 @@ def _search_kernel(
     # flagging nothing (last) ties with flagging everything for J and the distance: left out
     candidate = jnp.concatenate([groups.is_point, (criterion >= 2)[None]]) & feasible[criterion]
     key = jnp.where(candidate, keys[criterion], -jnp.inf)
-    # positions ascend with the threshold; ties go to the highest threshold (the most specific
-    # point), but for `specificity_at_sensitivity` to the lowest (the most sensitive)
+    # ties go to the highest threshold (most specific), for `specificity_at_sensitivity` lowest
     highest = key.shape[0] - 1 - jnp.argmax(key[::-1])
     best = jnp.where(criterion == 3, jnp.argmax(key), highest)
     sensitivity, specificity = sensitivity[best], specificity[best]
