@@ -355,3 +355,23 @@ def test_weighted_binning_equals_repeated_rows(strategy):
     assert np.asarray(table.count).dtype == np.float32  # float weights give float counts
     with pytest.raises(ValueError, match="`sample_weight` must be non-negative"):
         jm.expected_calibration_error(probs, labels, sample_weight=-weights)
+
+
+def test_quantile_bins_of_total_weights_past_2_to_the_24():
+    """Equal weights repeat every sample as often: the quantile bins are those of unit weights.
+    Eagerly the positions are counted in float64 on the host: weights of 2^25 (float32 counts
+    past 2^24, where (W - 1) q rounded onto a boundary) moved the median edge from 0.25 to 0.3
+    and the ECE from 0.35 to 0.6. (Traced, float32 keeps that rounding: docs/conventions.md.)"""
+    probs = np.array([0.1, 0.2, 0.3, 0.4], np.float32)
+    labels = np.array([0, 1, 0, 1])
+    options = dict(num_bins=2, strategy="quantile")
+    base = jm.reliability_bins(probs, labels, **options)
+    for weight in (2.0**25, 2.0**40):
+        weights = np.full(4, weight, np.float32)
+        got = jm.reliability_bins(probs, labels, sample_weight=weights, **options)
+        np.testing.assert_allclose(got.edges, base.edges)
+        np.testing.assert_allclose(got.fraction_positive, base.fraction_positive)
+        ece = jm.expected_calibration_error(probs, labels, sample_weight=weights, **options)
+        assert float(ece) == pytest.approx(
+            float(jm.expected_calibration_error(probs, labels, **options))
+        )

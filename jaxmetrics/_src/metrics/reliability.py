@@ -110,8 +110,12 @@ def _weighted_percentiles(values, weights, levels, xp):
     its weight times (fractional weights extend it), for one 1-D vector; `xp` is np or jnp."""
     order = np.argsort(values) if xp is np else sorting.key_sort(values)[1]
     ordered = values[order]
-    counts = xp.cumsum(weights[order].astype(ordered.dtype))
-    position = (counts[-1] - 1) * (xp.asarray(levels, ordered.dtype) / 100)
+    # on the host in float64: float32 counts past 2^24 round (W - 1) q onto a boundary and an
+    # edge jumps to the next value (weights of 2^25 moved the median from 0.25 to 0.3); traced,
+    # the float type of the values (the same rounding past 2^24 in float32)
+    dtype = np.float64 if xp is np else ordered.dtype
+    counts = xp.cumsum(weights[order].astype(dtype))
+    position = (counts[-1] - 1) * (xp.asarray(levels, dtype) / 100)
     low = xp.floor(position)
     high = xp.minimum(low + 1, xp.maximum(counts[-1] - 1, 0))
 
