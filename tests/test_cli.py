@@ -345,3 +345,32 @@ def test_coverage_benchmark_help():
     )
     assert result.returncode == 0, result.stderr
     assert "50%" in result.stdout
+
+
+def test_caches_past_their_budget_lose_their_least_recently_used_files(tmp_path):
+    """Each new size of data adds about 1 MB of programs: past the budget the oldest go (by the
+    later of access and modification), until three quarters of it are left; directories,
+    links and what is under the budget stay."""
+    from jaxmetrics.report.cli import prune_caches
+
+    jax_dir, programs = tmp_path / "jax", tmp_path / "programs"
+    jax_dir.mkdir()
+    programs.mkdir()
+    (jax_dir / "a-directory").mkdir()
+    ages = {}
+    for i, directory in enumerate([jax_dir, programs] * 5):
+        path = directory / f"file-{i}"
+        path.write_bytes(b"x" * 1000)
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))  # file-0 the oldest
+        ages[path.name] = i
+    (programs / "a-link").symlink_to(jax_dir / "file-0")
+    prune_caches([jax_dir, programs], budget=10_000)  # 10 files of 1,000 bytes: at the budget
+    assert len(list(jax_dir.iterdir())) + len(list(programs.iterdir())) == 12
+    prune_caches([jax_dir, programs], budget=8_000)  # down to 6,000: the four oldest go
+    left = sorted(p.name for d in (jax_dir, programs) for p in d.iterdir())
+    assert left == ["a-directory", "a-link", *sorted(f"file-{i}" for i in range(4, 10))]
+    # a file read since counts as recent: its access time
+    os.utime(programs / "file-5", (2_000_000, 1_000_005))
+    prune_caches([jax_dir, programs], budget=4_000)  # 6,000 -> at most 3,000: three go
+    left = sorted(p.name for d in (jax_dir, programs) for p in d.iterdir() if p.is_file())
+    assert left == ["file-5", "file-8", "file-9"]

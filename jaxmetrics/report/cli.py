@@ -136,6 +136,43 @@ def _private(directory: Path) -> bool:
     return owner == os.getuid() and os.access(directory, os.W_OK)
 
 
+# the command line's caches (JAX's programs and the exported ones) together at most this many
+# bytes: each new size of data adds about 1 MB, which nothing else would ever remove
+CACHE_BUDGET = 256 * 2**20
+_ours: set[Path] = set()  # the cache directories this process made its own (pruned after a run)
+
+
+def prune_caches(directories: list[Path], budget: int = CACHE_BUDGET) -> None:
+    """Past `budget` bytes in all, delete the least recently used files of `directories` (the
+    later of their access and modification times) until three quarters of it are left. Only
+    this user's regular files; a file another run deletes first, or one that cannot be
+    deleted, is passed over (a run that misses a program compiles it again)."""
+    files = []
+    for directory in directories:
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if entry.is_file(follow_symlinks=False) and info.st_uid == os.getuid():
+                files.append((max(info.st_atime, info.st_mtime), info.st_size, entry.path))
+    total = sum(size for _, size, _ in files)
+    if total <= budget:
+        return
+    for _, size, path in sorted(files):
+        if total <= budget * 3 // 4:
+            break
+        try:
+            os.unlink(path)
+        except OSError:
+            continue
+        total -= size
+
+
 def _use_caches():
     """Keep compiled programs on disk with JAX's persistent compilation cache, so a second run
     compiles only the programs that call numpy back (JAX keeps none of those), and the report's
@@ -150,11 +187,15 @@ def _use_caches():
     if not jax.config.jax_compilation_cache_dir:  # else: the user chose JAX's cache
         if not _private(cache_directory()):
             return Caches(compiled=False, programs=None)
+        _ours.add(cache_directory())
         jax.config.update("jax_compilation_cache_dir", str(cache_directory()))
         # the report's programs compile in well under JAX's default 1 s floor: keep them all
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
     programs = programs_directory()
-    return Caches(compiled=True, programs=programs if _private(programs) else None)
+    if not _private(programs):
+        return Caches(compiled=True, programs=None)
+    _ours.add(programs)
+    return Caches(compiled=True, programs=programs)
 
 
 # where numpy runs inside a compiled program: the library's host kernels, JAX's callbacks
@@ -289,7 +330,9 @@ def _report(args: argparse.Namespace, prog: str) -> tuple[int, str | None]:
     use_cache = not (args.no_cache or os.environ.get("JAXMETRICS_NO_CACHE", "") not in ("", "0"))
     try:
         # programs are kept in JAX's persistent cache, but for those calling numpy back
-        return report.run(args, before_jax=_use_caches if use_cache else None), None
+        status = report.run(args, before_jax=_use_caches if use_cache else None)
+        prune_caches(sorted(_ours))  # once the report is out (a cache the user chose is not ours)
+        return status, None
     except report.ReportError as error:
         return 2, f"{prog}: error: {error}"
     except OSError as error:  # an unreadable file, an output that could not be written
