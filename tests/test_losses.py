@@ -421,6 +421,27 @@ def test_pairwise_auc_loss_is_the_same_for_huge_weights(rng, surrogate, n):
     assert float(eager) == pytest.approx(float(value), rel=1e-6)
 
 
+def test_smooth_ap_loss_is_the_same_for_weights_of_2_to_the_20_and_2_to_the_64(rng):
+    """Past weights of about 2^20 the ranks' "1 +" no longer shows in float32, so the loss and
+    its gradient are the same for larger weights: at 2^40 the gradient lost its terms and at
+    2^64 positive * rank overflowed (a loss of -inf, a NaN gradient)."""
+    logits = rng.normal(size=40).astype(np.float32)
+    labels = (rng.random(40) < 0.4).astype(np.int32)
+    weights = rng.integers(1, 4, 40).astype(np.float32)
+
+    def value_and_grad(scale):
+        loss = lambda x: jl.smooth_ap_loss(  # noqa: E731
+            x, labels, temperature=0.1, sample_weight=weights * np.float32(scale)
+        )
+        return jax.jit(jax.value_and_grad(loss))(logits)
+
+    value, grad = value_and_grad(2.0**20)
+    for scale in (2.0**40, 2.0**64):
+        huge_value, huge_grad = value_and_grad(scale)
+        assert float(huge_value) == pytest.approx(float(value), rel=1e-6)
+        np.testing.assert_allclose(huge_grad, grad, rtol=1e-4, atol=1e-7)
+
+
 def test_soft_count_losses_have_the_same_gradient_for_huge_weights(rng):
     """Weights times 2^62: the soft counts pass 1.8e19, and JAX's rule for a/b divides by b^2,
     which overflowed float32, dropping the denominator's part of the gradient (soft precision

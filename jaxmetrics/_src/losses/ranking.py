@@ -349,7 +349,10 @@ def smooth_ap_loss(
         rank_all = 1 + ranks(weights)
         rank_positive = 1 + ranks(positive)
         total = positive.sum()
-        return safe_divide((positive * rank_positive / rank_all).sum(), total, 1.0)
+        # the ratio of ranks first, by `safe_divide` (its gradient divides by the rank, never by
+        # its square): positive * rank overflowed at weights of 2^64, gradients were wrong from 2^40
+        ratio = safe_divide(rank_positive, rank_all)
+        return safe_divide((positive * ratio).sum(), total, 1.0)
 
     loss = 1 - batching.map_batch(kernel, logits, labels, weights)
     return batching.nan_where(invalid, loss)
