@@ -14,6 +14,7 @@ import numpy as np
 from jax.scipy.special import ndtr
 
 from jaxmetrics._src.core import batching, kernels
+from jaxmetrics._src.core.beta import continued_fraction
 from jaxmetrics._src.core.numerics import float_dtype
 from jaxmetrics._src.core.options import check_probability_level
 from jaxmetrics._src.core.typing import Array, ArrayLike
@@ -74,40 +75,6 @@ def _log_gamma_ratio(a: Array) -> Array:
     return stirling - below
 
 
-def _beta_continued_fraction(a: Array, b: Array, x: Array) -> Array:
-    """The continued fraction of ``I_x(a, b)`` (DLMF 8.17.22) by Lentz's method, to float eps.
-
-    Each element stops where it has converged: rounding would otherwise drift the ones that
-    converged first while the loop runs on for the slowest.
-    """
-    tiny = jnp.finfo(x.dtype).tiny
-    eps = jnp.finfo(x.dtype).eps
-
-    def guard(value):
-        return jnp.where(jnp.abs(value) < tiny, tiny, value)
-
-    def step(c, d, fraction, numerator):
-        d = 1 / guard(1 + numerator * d)
-        c = guard(1 + numerator / c)
-        return c, d, fraction * c * d
-
-    def iterate(state):
-        m, c, d, fraction, running = state
-        even = m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m))
-        odd = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))
-        c2, d2, half = step(c, d, fraction, even)
-        c2, d2, updated = step(c2, d2, half, odd)
-        keep = lambda new, old: jnp.where(running, new, old)  # noqa: E731
-        still = running & (jnp.abs(updated / fraction - 1) > eps)
-        return m + 1, keep(c2, c), keep(d2, d), keep(updated, fraction), still
-
-    d = 1 / guard(1 - (a + b) * x / (a + 1))
-    one = jnp.ones_like(x)
-    start = (jnp.ones((), x.dtype), one, d, d, jnp.ones(x.shape, bool))
-    converging = lambda state: (state[0] < 1000) & jnp.any(state[4])  # noqa: E731
-    return jax.lax.while_loop(converging, iterate, start)[3]
-
-
 def _hill_cutoff(dtype) -> float:
     """Degrees of freedom past which Hill's normal deviate replaces the continued fraction.
 
@@ -135,7 +102,7 @@ def _t_tail(x: Array, y: Array, df: Array) -> Array:
     first, second = jnp.where(direct, a, 0.5), jnp.where(direct, 0.5, a)
     log_beta = np.log(np.sqrt(np.pi)) - _log_gamma_ratio(a)  # log B(a, 1/2) = log B(1/2, a)
     log_front = a * log_x + 0.5 * log_y - jnp.log(first) - log_beta
-    value = jnp.exp(log_front) * _beta_continued_fraction(first, second, jnp.where(direct, x, y))
+    value = jnp.exp(log_front) * continued_fraction(jnp.where(direct, x, y), first, second)
     fraction = jnp.where(direct, value, 1 - value)
     return jnp.where(df >= cutoff, hill, fraction)
 
