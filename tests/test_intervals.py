@@ -360,6 +360,10 @@ PROGRAMS = {
 }
 
 
+def other_shapes():
+    jm.wilson_interval(np.array([3.0, 5.0]), 7)
+
+
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_an_eager_call_runs_one_compiled_program(caplog, name):
     call, program = PROGRAMS[name]
@@ -371,7 +375,10 @@ def test_an_eager_call_runs_one_compiled_program(caplog, name):
         return [r.getMessage() for r in caplog.records if r.getMessage().startswith("Compiling")]
 
     # its own program, and at most one for the shared check's all-False flags (per shape); none
-    # when an earlier test compiled them for these shapes
+    # when an earlier test compiled them for these shapes. A first call on other shapes compiles
+    # what a process compiles once (the probe of the fast-compile options): the count holds
+    # whatever ran before (alone, it once counted 4 for delong, in the suite 2)
+    other_shapes()
     first = compiled()
     assert len(first) <= 2 and len([m for m in first if f"jit({program})" in m]) <= 1
     assert compiled() == []

@@ -150,6 +150,9 @@ def jit(fun, **jit_options):
         with branch_set(kwargs.pop(_BRANCH)):
             return fun(*args, **kwargs)
 
+    # the program's name in logs, profiles and dumps: the function's, not "traced" (only the
+    # name: `functools.wraps` would give jax.jit the signature without the branch argument)
+    traced.__name__ = traced.__qualname__ = getattr(fun, "__name__", "traced")
     jitted = jax.jit(traced, static_argnames=(*static_argnames, _BRANCH), **jit_options)
 
     @functools.wraps(fun)

@@ -7,6 +7,7 @@ its inputs (numpy, on the host, when they are concrete), then runs one compiled 
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -189,11 +190,19 @@ def stacked(scores: tuple, labels: Array, invalid: tuple, shared: Array):
     return stacked, (labels == 1).astype(jnp.int32), flags
 
 
-@kernels.sample_jit
+@functools.partial(kernels.sample_jit, static_argnames=("scalar",))
 def _delong_fields(
-    scores: tuple, labels: Array, weights: Array | None, invalid: tuple, shared: Array, z: Array
+    scores: tuple,
+    labels: Array,
+    weights: Array | None,
+    invalid: tuple,
+    shared: Array,
+    z: Array,
+    scalar: bool = False,
 ):
-    """Every field of `DeLong` for ``[M, n]`` scores, in one compiled program."""
+    """Every field of `DeLong` for ``[M, n]`` scores, in one compiled program; `scalar`: of one
+    model's ``[n]`` scores, every field a scalar (reshaped in the program: an eager reshape of
+    each field compiled two more programs)."""
     scores, labels, invalid = stacked(scores, labels, invalid, shared)
     auc, covariance = delong_moments(*components(scores, labels, weights), labels, weights)
     variance = jnp.diagonal(covariance)
@@ -201,7 +210,8 @@ def _delong_fields(
     low, high = jnp.clip(auc - half, 0, 1), jnp.clip(auc + half, 0, 1)
     auc, variance, low, high = batching.nan_where(invalid, (auc, variance, low, high))
     covariance = jnp.where(invalid[:, None] | invalid[None, :], jnp.nan, covariance)
-    return DeLong(auc, variance, covariance, low, high)
+    result = DeLong(auc, variance, covariance, low, high)
+    return DeLong(*(x.reshape(()) for x in result)) if scalar else result
 
 
 @kernels.sample_jit
@@ -296,13 +306,11 @@ def delong(
       Letters 21:1389-1393.
     """
     z = normal_quantile(confidence)
-    was_1d = np.ndim(scores) == 1
+    scalar = np.ndim(scores) == 1
     inputs = delong_inputs([("scores", scores)], labels, sample_weight)
-    result = _delong_fields(*inputs, np.asarray(z, float_dtype()))
+    result = _delong_fields(*inputs, np.asarray(z, float_dtype()), scalar=scalar)
     if _overflowed(inputs[0], result.auc):  # eager: recompute on the gathered samples
-        result = _delong_fields(*_gathered(inputs), np.asarray(z, float_dtype()))
-    if was_1d:
-        result = DeLong(*(x.reshape(()) for x in result))
+        result = _delong_fields(*_gathered(inputs), np.asarray(z, float_dtype()), scalar=scalar)
     return result
 
 
