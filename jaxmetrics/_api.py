@@ -119,7 +119,6 @@ from jaxmetrics._src.metrics.thresholds import precision_at_recall as precision_
 from jaxmetrics._src.metrics.thresholds import recall_at_precision as recall_at_precision
 from jaxmetrics._src.stats.bootstrap import BootstrapResult as BootstrapResult
 from jaxmetrics._src.stats.bootstrap import bootstrap as bootstrap
-from jaxmetrics._src.stats.bootstrap import estimate_in_loop as estimate_in_loop
 from jaxmetrics._src.stats.delong import DeLong as DeLong
 from jaxmetrics._src.stats.delong import DeLongTest as DeLongTest
 from jaxmetrics._src.stats.delong import delong as delong
@@ -132,6 +131,7 @@ from jaxmetrics._src.stats.intervals import (
     hanley_mcneil_standard_error as hanley_mcneil_standard_error,
 )
 from jaxmetrics._src.stats.intervals import wilson_interval as wilson_interval
+from jaxmetrics._src.stats.metric_contract import estimate_in_loop as estimate_in_loop
 from jaxmetrics._src.stats.paired import BootstrapTest as BootstrapTest
 from jaxmetrics._src.stats.paired import PairedDifference as PairedDifference
 from jaxmetrics._src.stats.paired import UnpairedDifference as UnpairedDifference

@@ -90,7 +90,6 @@ def test_an_estimate_from_a_padding_slot_equals_the_eager_estimate(rng, monkeypa
     """A metric marked `estimate_in_loop` (the report's panel) gets its estimate from a padding
     slot of the last compiled call (a resample of unit weights) instead of an eager call: the
     same estimate, the same resamples and interval; without padding it calls the metric."""
-    from jaxmetrics._src.stats import bootstrap
 
     scores, labels = binormal(rng, n=120)
     scores = np.round(scores, 1)  # ties
@@ -109,7 +108,7 @@ def test_an_estimate_from_a_padding_slot_equals_the_eager_estimate(rng, monkeypa
             ]
         )
 
-    @bootstrap.estimate_in_loop
+    @jm.estimate_in_loop
     def slotted(s, y, *, sample_weight=None):
         return auc_and_ap(s, y, sample_weight=sample_weight)
 

@@ -1,3 +1,4 @@
+import dataclasses
 import functools
 import math
 import warnings
@@ -321,4 +322,50 @@ def test_bootstrap_says_a_metric_must_take_sample_weight():
     assert float(result.estimate) == pytest.approx(float((SCORES * LABELS).mean()))
     partial = functools.partial(jm.roc_auc, max_fpr=0.5)
     result = jm.bootstrap(partial, SCORES, LABELS, key=key, num_resamples=10)
+    assert float(result.estimate) == pytest.approx(skm.roc_auc_score(LABELS, SCORES, max_fpr=0.5))
+
+
+@dataclasses.dataclass
+class _Unhashable:  # eq=True without frozen=True: Python sets __hash__ to None
+    max_fpr: float = 0.5
+
+    def __call__(self, scores, labels, sample_weight=None):
+        return jm.roc_auc(scores, labels, max_fpr=self.max_fpr, sample_weight=sample_weight)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Frozen:
+    max_fpr: float = 0.5
+
+    def __call__(self, scores, labels, sample_weight=None):
+        return jm.roc_auc(scores, labels, max_fpr=self.max_fpr, sample_weight=sample_weight)
+
+
+def test_a_metric_need_not_hash_but_must_be_callable():
+    # was: `bootstrap` and `by_group` failed on a metric that does not hash (JAX's
+    # "Non-hashable static arguments are not supported", from inside the loop), and on a number
+    # with "'int' object is not callable", naming no argument; `by_group_bootstrap` already
+    # compiled an unhashable metric per call
+    key, groups = jax.random.key(0), np.arange(SCORES.size) % 2
+    calls = {
+        "bootstrap": lambda m: jm.bootstrap(m, SCORES, LABELS, key=key, num_resamples=10),
+        "by_group": lambda m: jm.by_group(m, SCORES, LABELS, groups=groups, num_groups=2),
+        "by_group_bootstrap": lambda m: jm.by_group_bootstrap(
+            m, SCORES, LABELS, groups=groups, num_groups=2, key=key, num_resamples=10
+        ),
+    }
+    for name, call in calls.items():
+        with pytest.raises(TypeError, match=r"`metric` must be a function .*got 42 of type int"):
+            call(42)
+        unhashable, frozen = _Unhashable(), _Frozen()
+        expected = jax.tree.leaves(call(frozen))
+        for got in (call(unhashable), call(unhashable)):  # compiled per call, the same numbers
+            for a, b in zip(jax.tree.leaves(got), expected, strict=True):
+                np.testing.assert_array_equal(a, b, err_msg=name)
+        unhashable.max_fpr = 1.0  # changed in place: its next call is not served the old program
+        changed = jax.tree.leaves(call(unhashable))
+        full = jax.tree.leaves(call(_Frozen(max_fpr=1.0)))
+        for a, b in zip(changed, full, strict=True):
+            np.testing.assert_array_equal(a, b, err_msg=name)
+    result = calls["bootstrap"](_Frozen())
     assert float(result.estimate) == pytest.approx(skm.roc_auc_score(LABELS, SCORES, max_fpr=0.5))

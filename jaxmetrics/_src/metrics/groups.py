@@ -22,13 +22,12 @@ from jaxmetrics._src.core.numerics import safe_divide
 from jaxmetrics._src.core.options import check_count
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.mesh import recipe
-from jaxmetrics._src.stats.bootstrap import (
-    BootstrapResult,
-    bootstrap,
+from jaxmetrics._src.stats.bootstrap import BootstrapResult, bootstrap, summary
+from jaxmetrics._src.stats.metric_contract import (
     check_weighted,
     estimate_in_loop,
     estimates_in_loop,
-    summary,
+    static_metric,
 )
 
 
@@ -206,7 +205,7 @@ def by_group(
     checked = group_inputs(metric, arrays, groups, num_groups, sample_weight)
     overall = jnp.asarray(metric(*arrays, sample_weight=sample_weight))
     values, difference, ratio = _by_group_program(
-        metric,
+        static_metric(metric),
         checked.arrays,
         checked.groups,
         checked.weights,
@@ -278,11 +277,7 @@ def by_group_bootstrap(
     checked = group_inputs(metric, arrays, groups, num_groups, sample_weight)
     if not estimates_in_loop(metric):  # the metric's own checks of its input, as `by_group`'s
         jnp.asarray(metric(*arrays, sample_weight=sample_weight))
-    try:
-        hash(metric)
-    except TypeError:  # a static argument must hash: an unhashable callable goes by identity
-        metric = functools.partial(metric)
-    statistic = _GroupsAndOverall(metric, len(checked.arrays), num_groups)
+    statistic = _GroupsAndOverall(static_metric(metric), len(checked.arrays), num_groups)
     data = (*checked.arrays, checked.groups)
     if checked.weights is not None:
         data = (*data, checked.weights)

@@ -9,7 +9,6 @@ two models on the samples it returns.
 from __future__ import annotations
 
 import functools
-import inspect
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -23,6 +22,7 @@ from jaxmetrics._src.core.typing import Array, ArrayLike, BootstrapMethod, Sampl
 from jaxmetrics._src.mesh import recipe
 from jaxmetrics._src.stats.chunks import default_chunk_size, platform_of
 from jaxmetrics._src.stats.intervals import bca_levels, nan_quantile, warn_bca_fallbacks
+from jaxmetrics._src.stats.metric_contract import check_weighted, estimates_in_loop, static_metric
 from jaxmetrics._src.stats.resampling import (
     branched,
     check_key,
@@ -170,42 +170,6 @@ def _sharded_values(
     )(data, design, key, first)
 
 
-_ESTIMATE_IN_LOOP = "_jaxmetrics_estimate_in_loop"
-
-
-def estimate_in_loop(metric: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark a metric whose input its caller has checked (a decorator): `bootstrap` takes its
-    estimate from a padding slot of its last compiled call (unit weights), not from an eager
-    call of the metric (made last without padding, or on a mesh). That call raises a metric's
-    own errors on bad input (else a bad value gives NaN, as under jit) at the cost of its eager
-    programs (four more to compile for the report's ranking panel)."""
-    setattr(metric, _ESTIMATE_IN_LOOP, True)
-    return metric
-
-
-def estimates_in_loop(metric: Callable[..., Any]) -> bool:
-    """Whether `metric` was marked with `estimate_in_loop`."""
-    return bool(getattr(metric, _ESTIMATE_IN_LOOP, False))
-
-
-def check_weighted(metric: Callable[..., Any]) -> None:
-    """`TypeError` unless `metric` takes a keyword `sample_weight` (a signature that cannot be
-    read is trusted): the contract of a bootstrap that resamples by weights."""
-    try:
-        signature = inspect.signature(metric)
-    except (TypeError, ValueError):
-        return
-    keywords = [p for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD]
-    if "sample_weight" in signature.parameters or keywords:
-        return
-    raise TypeError(
-        f"`metric` must take a keyword argument `sample_weight`; `{getattr(metric, '__name__', '')}"
-        f"{signature}` does not. The bootstrap resamples by weights, calling metric(*arrays, "
-        "sample_weight=w) with w[i] the times sample i is drawn: add `sample_weight` to it (weight "
-        "k counts a sample k times), e.g. `jnp.average(values, weights=sample_weight)` for a mean."
-    )
-
-
 def bootstrap(
     metric: Callable[..., Any],
     *arrays: ArrayLike,
@@ -257,19 +221,20 @@ def bootstrap(
     The estimate is the metric on the full data (every weight 1). Resamples where
     the metric is NaN (e.g. one class drawn) are counted in `num_undefined` and left out of
     `low`, `high` and `standard_error`. The same key gives the same resamples, whatever
-    `chunk_size` or `mesh`. A metric without a `sample_weight` keyword, bad options, a `key`
-    that is not a PRNG key, empty arrays, arrays that do not share their last axis (with the
-    default `sample_axis`), `stratify` with Poisson sampling or of the wrong shape, and missing
-    (None, NaN) `groups` labels raise `ValueError` or `TypeError` before any resampling. BCa
-    where its formula is undefined: an acceleration that is 0/0 or not finite (jackknife values
-    that do not vary, e.g. a perfect AUC) is taken as 0; an output whose defined resamples all
-    lie on one side of the estimate (z0 infinite: a biased metric such as the ECE near 0) or
-    whose estimate is NaN gets the percentile interval, and one with no defined resample stays
-    NaN (as with "percentile"), each with a `RuntimeWarning` naming the cause (eagerly; under
-    `jax.jit` silently). Order-only ranking metrics (`roc_auc`, `average_precision`,
-    `precision_at_k`, the retrieval metrics, also behind `functools.partial`) rank float64 and
-    large-integer scores (the first array) exactly, as eagerly; other metrics see the arrays as
-    JAX makes them. Precision rules: docs/conventions.md.
+    `chunk_size` or `mesh`. A metric that is not callable or has no `sample_weight` keyword,
+    bad options, a `key` that is not a PRNG key, empty arrays, arrays that do not share their
+    last axis (with the default `sample_axis`), `stratify` with Poisson sampling or of the wrong
+    shape, and missing (None, NaN) `groups` labels raise `ValueError` or `TypeError` before any
+    resampling. A metric that cannot be hashed is compiled at every call (an equal, hashable
+    one reuses its compiled loop). BCa where its formula is undefined: an acceleration that is
+    0/0 or not finite (jackknife values that do not vary, e.g. a perfect AUC) is taken as 0; an
+    output whose defined resamples all lie on one side of the estimate (z0 infinite: a biased
+    metric such as the ECE near 0) or whose estimate is NaN gets the percentile interval, and
+    one with no defined resample stays NaN (as with "percentile"), each with a `RuntimeWarning`
+    naming the cause (eagerly; under `jax.jit` silently). Order-only ranking metrics
+    (`roc_auc`, `average_precision`, `precision_at_k`, the retrieval metrics, also behind
+    `functools.partial`) rank float64 and large-integer scores (the first array) exactly, as
+    eagerly; other metrics see the arrays as JAX makes them. Precision rules: docs/conventions.md.
 
     Args:
       metric: a function of `*arrays` and a keyword `sample_weight`, returning an array.
@@ -375,6 +340,7 @@ def bootstrap(
     unit_weights = np.ones(num_samples, np.int32)
     in_program: list[Array] = []  # the estimate, when a compiled call computed it
     estimate_in_program = estimates_in_loop(metric)
+    metric = static_metric(metric)  # the loop's static argument (an unhashable one: per call)
     if not estimate_in_program:  # the metric's eager call: its own checks of the input run first
         in_program.append(weighted_value(metric, arrays, unit_weights))
     options = dict(sampling=sampling, size=chunk_size, sample_axis=sample_axis, num_units=num_units)
