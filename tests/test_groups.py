@@ -440,3 +440,103 @@ def test_calibration_by_group_equals_each_group_fitted_alone():
     alone = [float(slope(probs[groups == g], labels[groups == g], None)) for g in range(3)]
     np.testing.assert_allclose(got.values, alone, rtol=1e-4)
     np.testing.assert_allclose(got.difference, max(alone) - min(alone), rtol=1e-3)
+
+
+def _class_probabilities(n=240, classes=3, seed=26):
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, classes, n)
+    logits = rng.normal(size=(n, classes))
+    logits[np.arange(n), labels] += 1.0
+    probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    return probs.astype(np.float32), labels, rng.integers(0, 3, n), rng.random(n)
+
+
+def test_rows_of_class_probabilities_by_group_with_a_sample_axis():
+    # `[n, C]` probabilities hold their samples along axis -2 (was refused: the arrays had to
+    # share their last axis); each group's value is scikit-learn's on that group's rows
+    probs, labels, groups, weights = _class_probabilities()
+    oracle = [
+        skm.roc_auc_score(labels[groups == g], probs[groups == g], multi_class="ovr")
+        for g in range(3)
+    ]
+    for axis in (-2, 0):
+        got = jm.by_group(
+            jm.multiclass_roc_auc, probs, labels, groups=groups, num_groups=3, sample_axis=axis
+        )
+        np.testing.assert_allclose(got.values, oracle, rtol=1e-5)
+        overall = skm.roc_auc_score(labels, probs, multi_class="ovr")
+        assert float(got.overall) == pytest.approx(overall, rel=1e-5)
+        assert float(got.difference) == pytest.approx(max(oracle) - min(oracle), abs=1e-5)
+    weighted = jm.by_group(
+        jm.multiclass_roc_auc,
+        probs,
+        labels,
+        groups=groups,
+        num_groups=3,
+        sample_weight=weights,
+        sample_axis=-2,
+    )
+    oracle = [
+        skm.roc_auc_score(
+            labels[groups == g],
+            probs[groups == g],
+            multi_class="ovr",
+            sample_weight=weights[groups == g],
+        )
+        for g in range(3)
+    ]
+    np.testing.assert_allclose(weighted.values, oracle, rtol=1e-5)
+    # under jit (the axis static, closed over), the same values
+    jitted = jax.jit(
+        lambda p, y, g: (
+            jm.by_group(jm.multiclass_roc_auc, p, y, groups=g, num_groups=3, sample_axis=-2).values
+        )
+    )
+    np.testing.assert_allclose(jitted(probs, labels, groups), got.values, rtol=1e-6)
+    # the bootstrap resamples rows within each group: its estimate is by_group's
+    result = jm.by_group_bootstrap(
+        jm.multiclass_roc_auc,
+        probs,
+        labels,
+        groups=groups,
+        num_groups=3,
+        sample_axis=-2,
+        key=jax.random.key(0),
+        num_resamples=40,
+    )
+    np.testing.assert_allclose(result.values.estimate, got.values, rtol=1e-6)
+    assert result.values.samples.shape == (40, 3)
+    assert np.all(result.values.low <= result.values.high)
+
+
+def test_a_sample_axis_needs_one_group_and_weight_per_sample():
+    probs, labels, groups, weights = _class_probabilities(n=40)
+    options = dict(num_groups=3, sample_axis=-2)
+    with pytest.raises(ValueError, match=r"`groups` must have shape \(40,\).*got \(39,\)"):
+        jm.by_group(jm.multiclass_roc_auc, probs, labels, groups=groups[:-1], **options)
+    with pytest.raises(ValueError, match=r"`sample_weight` must have shape \(40,\).*\(2, 40\)"):
+        jm.by_group(
+            jm.multiclass_roc_auc,
+            probs,
+            labels,
+            groups=groups,
+            sample_weight=np.stack([weights, weights]),
+            **options,
+        )
+    with pytest.raises(ValueError, match=r"`sample_axis` must be an axis of `arrays\[0\]`"):
+        jm.by_group(
+            jm.multiclass_roc_auc, probs, labels, groups=groups, num_groups=3, sample_axis=2
+        )
+    with pytest.raises(TypeError, match=r"`sample_axis` must be an int; got 1.0"):
+        jm.by_group_bootstrap(
+            jm.multiclass_roc_auc,
+            probs,
+            labels,
+            groups=groups,
+            num_groups=3,
+            sample_axis=1.0,
+            key=jax.random.key(0),
+        )
+    # the last axis by default: [n, C] is refused as before, naming the arrays
+    with pytest.raises(ValueError, match=r"arrays\[1\]"):
+        jm.by_group(jm.multiclass_roc_auc, probs, labels, groups=groups, num_groups=3)

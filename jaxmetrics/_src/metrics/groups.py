@@ -29,6 +29,7 @@ from jaxmetrics._src.stats.metric_contract import (
     estimates_in_loop,
     static_metric,
 )
+from jaxmetrics._src.stats.resampling import check_sample_axis
 
 
 class ByGroup(NamedTuple):
@@ -74,13 +75,17 @@ def group_inputs(
     groups: ArrayLike,
     num_groups: int,
     sample_weight: ArrayLike | None,
+    sample_axis: int = -1,
 ) -> GroupInputs:
     """Check the inputs of `by_group` and its kin (`num_groups` checked by the caller); raise on
     bad ones, or flag them when traced.
 
-    The arrays share the last (sample) axis with `groups` ``[n]`` and `sample_weight`. Scores of
-    an order-only metric (`roc_auc`, ...) known now are replaced by their exact order keys, as
-    `bootstrap` does, so float64 scores are ranked as an eager call ranks them.
+    The arrays share the last (sample) axis with `groups` ``[n]`` and `sample_weight`; with
+    another `sample_axis`, ``arrays[0]`` holds the samples along it, `groups` and
+    `sample_weight` are ``[n]``, and the other arrays' shapes are the metric's to check (as in
+    `bootstrap`). Scores of an order-only metric (`roc_auc`, ...) known now are replaced by
+    their exact order keys, as `bootstrap` does, so float64 scores are ranked as an eager call
+    ranks them.
     """
     check_weighted(metric)
     if not arrays:
@@ -88,6 +93,7 @@ def group_inputs(
     if recipe.is_order_only(metric):
         arrays = (exact_order.order_keys(arrays[0])[0], *arrays[1:])
     arrays = tuple(coercion.as_real_array(a, f"arrays[{i}]") for i, a in enumerate(arrays))
+    sample_axis = check_sample_axis(sample_axis, arrays[0])
     groups = coercion.as_real_array(groups, "groups", host=True)
     if not (jnp.issubdtype(groups.dtype, jnp.integer) or groups.dtype == jnp.bool_):
         raise TypeError(
@@ -102,8 +108,18 @@ def group_inputs(
     weights = None
     if sample_weight is not None:
         weights = coercion.as_real_array(sample_weight, "sample_weight", host=True)
-    named = [(f"arrays[{i}]", a) for i, a in enumerate(arrays)]
-    coercion.sample_axis_shapes([*named, ("groups", groups), ("sample_weight", weights)])
+    if sample_axis == -1:
+        named = [(f"arrays[{i}]", a) for i, a in enumerate(arrays)]
+        coercion.sample_axis_shapes([*named, ("groups", groups), ("sample_weight", weights)])
+    else:  # the samples along another axis of arrays[0]: one group and one weight per sample
+        num_samples = arrays[0].shape[sample_axis]
+        for name, array in (("groups", groups), ("sample_weight", weights)):
+            if array is not None and array.shape != (num_samples,):
+                raise ValueError(
+                    f"`{name}` must have shape ({num_samples},), one value per sample along "
+                    f"`sample_axis` {sample_axis} of `arrays[0]` (shape "
+                    f"{tuple(arrays[0].shape)}); got {tuple(array.shape)}."
+                )
     invalid = checks.check(groups, "groups", _group_index(num_groups))
     if weights is not None:  # a bad weight poisons every group of its batch row (a mask
         invalid = invalid | checks.check_weights(weights)  # could zero it): [*batch] flags
@@ -145,6 +161,7 @@ def by_group(
     groups: ArrayLike,
     num_groups: int,
     sample_weight: ArrayLike | None = None,
+    sample_axis: int = -1,
 ) -> ByGroup:
     r"""Any weighted metric for every group in one batched call, with its gaps between groups.
 
@@ -183,6 +200,9 @@ def by_group(
       num_groups: G, the number of groups, an int >= 1 (static); a group without rows is NaN.
       sample_weight: optional ``[*batch, n]`` non-negative weights, each group's mask
         multiplying them.
+      sample_axis: the axis of ``arrays[0]`` that holds the samples (default -1, the last):
+        -2 for the rows of ``[n, C]`` class probabilities (`multiclass_roc_auc`); `groups` and
+        `sample_weight` are then ``[n]``, and the other arrays' shapes are the metric's to check.
 
     Returns:
       `ByGroup` with `values` ``[G, *shape]`` and `overall`, `difference`, `ratio` ``[*shape]``,
@@ -202,7 +222,7 @@ def by_group(
       Journal of Machine Learning Research 24(257):1-8.
     """
     num_groups = check_count(num_groups, "num_groups")
-    checked = group_inputs(metric, arrays, groups, num_groups, sample_weight)
+    checked = group_inputs(metric, arrays, groups, num_groups, sample_weight, sample_axis)
     overall = jnp.asarray(metric(*arrays, sample_weight=sample_weight))
     values, difference, ratio = _by_group_program(
         static_metric(metric),
@@ -224,6 +244,7 @@ def by_group_bootstrap(
     num_resamples: int = 1000,
     confidence: float = 0.95,
     sample_weight: ArrayLike | None = None,
+    sample_axis: int = -1,
 ) -> ByGroup:
     r"""Percentile bootstrap intervals of `by_group`'s values, overall value and gaps.
 
@@ -250,6 +271,7 @@ def by_group_bootstrap(
       confidence: the coverage of the two-sided interval, in (0, 1).
       sample_weight: optional ``[*batch, n]`` non-negative weights, multiplied by each
         resample's draw counts.
+      sample_axis: as for `by_group`.
 
     Returns:
       `ByGroup` whose fields are `BootstrapResult`: `values` with ``[G, *shape]`` fields
@@ -274,7 +296,7 @@ def by_group_bootstrap(
       Efron & Tibshirani (1993), An Introduction to the Bootstrap, Chapman & Hall.
     """
     num_groups = check_count(num_groups, "num_groups")
-    checked = group_inputs(metric, arrays, groups, num_groups, sample_weight)
+    checked = group_inputs(metric, arrays, groups, num_groups, sample_weight, sample_axis)
     if not estimates_in_loop(metric):  # the metric's own checks of its input, as `by_group`'s
         jnp.asarray(metric(*arrays, sample_weight=sample_weight))
     statistic = _GroupsAndOverall(static_metric(metric), len(checked.arrays), num_groups)
@@ -288,6 +310,7 @@ def by_group_bootstrap(
         num_resamples=num_resamples,
         confidence=confidence,
         stratify=checked.groups,
+        sample_axis=sample_axis,
     )
     return _finish(result, num_groups, (1 - confidence) / 2)
 
