@@ -1,3 +1,4 @@
+import logging
 import math
 
 import jax
@@ -398,3 +399,35 @@ def test_classification_report_matches_sklearn(rng, weighted):
     assert float(report.accuracy) == pytest.approx(expected["accuracy"], rel=1e-5)
     for name in ("precision", "recall", "f1"):  # single-label data: micro is the accuracy
         assert float(report.micro[name]) == pytest.approx(expected["accuracy"], rel=1e-5)
+
+
+def _binary_counts(matrix):
+    m = np.asarray(matrix, np.int32)
+    return jm.Counts(m[..., 0, 0], m[..., 0, 1], m[..., 1, 0], m[..., 1, 1])
+
+
+# name: (the argument made from a [*batch, 2, 2] matrix, the call, its program's name)
+AGREEMENT_CALLS = {
+    "matthews_corrcoef[matrix]": (np.asarray, jm.matthews_corrcoef, "_mcc_of_matrix"),
+    "matthews_corrcoef[counts]": (_binary_counts, jm.matthews_corrcoef, "_mcc_of_counts"),
+    "cohen_kappa": (np.asarray, lambda m: jm.cohen_kappa(m, weighting="linear"), "_kappa"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(AGREEMENT_CALLS))
+def test_an_eager_agreement_call_compiles_one_program(caplog, name):
+    # each operation was a program of its own (10-17 to compile per new shape)
+    make, call, program = AGREEMENT_CALLS[name]
+    call(make(np.array([[[5, 1], [2, 7]]] * 3)))  # other shapes first: what a process compiles once
+
+    def compiled(matrix) -> list[str]:
+        argument = make(matrix)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING), jax.log_compiles():
+            call(argument)
+        return [r.getMessage() for r in caplog.records if r.getMessage().startswith("Compiling")]
+
+    matrix = np.array([[[4, 1], [2, 9]], [[3, 3], [1, 8]]])
+    first = compiled(matrix)
+    assert len(first) == 1 and f"jit({program})" in first[0], first
+    assert compiled(matrix + 1) == []

@@ -6,12 +6,14 @@ raw agreement for what chance would give, so a constant or random prediction sco
 
 from __future__ import annotations
 
+import functools
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import coercion
+from jaxmetrics._src.core import coercion, kernels
 from jaxmetrics._src.core.numerics import float_dtype, safe_divide, scaled_for_products
 from jaxmetrics._src.core.options import check_option
 from jaxmetrics._src.core.typing import Array, ArrayLike, Kappa, options_of
@@ -71,20 +73,34 @@ def matthews_corrcoef(
       and Chemistry 28:367-374.
     """
     if isinstance(counts_or_matrix, Counts):
-        c = Counts(*(_float(jnp.asarray(x)) for x in counts_or_matrix))
-        invalid = (c.tp < 0) | (c.fp < 0) | (c.fn < 0) | (c.tn < 0)
-        c = Counts(*scaled_for_products(c, sum(c)))  # counts of 1e20: tp tn would overflow
-        numerator = c.tp * c.tn - c.fp * c.fn
-        denominator = jnp.sqrt((c.tp + c.fp) * (c.tp + c.fn)) * jnp.sqrt(
-            (c.tn + c.fp) * (c.tn + c.fn)
-        )
-        return jnp.where(invalid, jnp.nan, safe_divide(numerator, denominator, zero_division))
+        # numpy as it is (jnp.asarray of a strided view compiled a copy program of its own);
+        # Python numbers through jnp.asarray (too large for int32: OverflowError, as before)
+        kept = (jax.Array, np.ndarray, np.generic)
+        counts = Counts(*(x if isinstance(x, kept) else jnp.asarray(x) for x in counts_or_matrix))
+        return _mcc_of_counts(counts, zero_division)
     matrix = coercion.as_real_array(counts_or_matrix, "counts_or_matrix", min_ndim=2)
     if matrix.shape[-1] != matrix.shape[-2]:
         raise ValueError(
             f"`counts_or_matrix` must be Counts or a square [*batch, C, C] matrix; "
             f"got shape {matrix.shape}."
         )
+    return _mcc_of_matrix(matrix, zero_division)
+
+
+# One compiled program per call (eagerly, each operation was a program of its own: 10-11 to
+# compile for each new shape, and as many dispatches per call); inlined in a caller's trace.
+@kernels.sample_jit
+def _mcc_of_counts(c: Counts, zero_division) -> Array:
+    c = Counts(*(_float(x) for x in c))
+    invalid = (c.tp < 0) | (c.fp < 0) | (c.fn < 0) | (c.tn < 0)
+    c = Counts(*scaled_for_products(c, sum(c)))  # counts of 1e20: tp tn would overflow
+    numerator = c.tp * c.tn - c.fp * c.fn
+    denominator = jnp.sqrt((c.tp + c.fp) * (c.tp + c.fn)) * jnp.sqrt((c.tn + c.fp) * (c.tn + c.fn))
+    return jnp.where(invalid, jnp.nan, safe_divide(numerator, denominator, zero_division))
+
+
+@kernels.sample_jit
+def _mcc_of_matrix(matrix: Array, zero_division) -> Array:
     # a matrix marked bad under jit (-1 cells) has no correlation: NaN
     invalid = marked(matrix)
     matrix = _float(matrix)
@@ -143,7 +159,12 @@ def cohen_kappa(matrix: ArrayLike, *, weighting: Kappa = None) -> Array:
       `matthews_corrcoef`.
     """
     check_option(weighting, "weighting", _KAPPA_WEIGHTINGS)
-    matrix = check_square(matrix)
+    return _kappa(check_square(matrix), weighting=weighting)
+
+
+@functools.partial(kernels.sample_jit, static_argnames=("weighting",))
+def _kappa(matrix: Array, *, weighting: Kappa) -> Array:
+    """`cohen_kappa` of a checked square matrix, in one compiled program."""
     invalid = marked(matrix)
     dtype = float_dtype()
     shares = safe_divide(matrix, matrix.sum((-2, -1), keepdims=True))
