@@ -431,3 +431,17 @@ def test_an_eager_agreement_call_compiles_one_program(caplog, name):
     first = compiled(matrix)
     assert len(first) == 1 and f"jit({program})" in first[0], first
     assert compiled(matrix + 1) == []
+
+
+def test_an_eager_confusion_matrix_compiles_one_program_for_its_counts(caplog):
+    # its kernel ran operation by operation (the sort, the tally, the search: 49 programs for a
+    # multiclass streaming update's first batch of a new size)
+    labels = np.array([0, 1, 2, 1, 0, 2, 2])
+    predictions = np.array([0, 2, 2, 1, 1, 2, 0])
+    jm.confusion_matrix(predictions[:5], labels[:5], num_classes=3)  # other shapes first
+    caplog.clear()
+    with caplog.at_level(logging.WARNING), jax.log_compiles():
+        matrix = jm.confusion_matrix(predictions, labels, num_classes=3)
+    messages = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Compiling")]
+    assert [m for m in messages if "jit(_matrix)" in m] != [] and len(messages) <= 2, messages
+    np.testing.assert_array_equal(matrix, skm.confusion_matrix(labels, predictions))

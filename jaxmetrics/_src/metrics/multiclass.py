@@ -8,12 +8,13 @@ each cell is a difference of prefix sums, exact in int32 without a scatter.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from jaxmetrics._src.core import batching, checks, coercion, sorting
+from jaxmetrics._src.core import batching, checks, coercion, kernels, sorting
 from jaxmetrics._src.core.numerics import float_dtype, safe_divide
 from jaxmetrics._src.core.options import check_count
 from jaxmetrics._src.core.typing import Array, ArrayLike
@@ -101,6 +102,16 @@ def confusion_matrix(
         [("predictions", predictions), ("labels", labels), ("sample_weight", weights)]
     )
     invalid = invalid_predictions | invalid_labels | invalid_weights
+    return _matrix(
+        predictions, labels, weights, invalid, num_classes=num_classes, batch_shape=batch_shape
+    )
+
+
+# One compiled program per call (eagerly, the kernel ran operation by operation: its sort,
+# tally and search each a program, and the batch's loop in Python); inlined under a trace.
+@functools.partial(kernels.sample_jit, static_argnames=("num_classes", "batch_shape"))
+def _matrix(predictions, labels, weights, invalid, *, num_classes, batch_shape):
+    cells = num_classes * num_classes
 
     def kernel(predictions: Array, labels: Array, weights: Array | None) -> Array:
         code = labels * num_classes + predictions
