@@ -511,32 +511,19 @@ def test_rows_of_class_probabilities_by_group_with_a_sample_axis():
 
 def test_a_sample_axis_needs_one_group_and_weight_per_sample():
     probs, labels, groups, weights = _class_probabilities(n=40)
-    options = dict(num_groups=3, sample_axis=-2)
+
+    def attempt(function=jm.by_group, **changes):
+        options = {"groups": groups, "num_groups": 3, "sample_axis": -2, **changes}
+        function(jm.multiclass_roc_auc, probs, labels, **options)
+
     with pytest.raises(ValueError, match=r"`groups` must have shape \(40,\).*got \(39,\)"):
-        jm.by_group(jm.multiclass_roc_auc, probs, labels, groups=groups[:-1], **options)
+        attempt(groups=groups[:-1])
     with pytest.raises(ValueError, match=r"`sample_weight` must have shape \(40,\).*\(2, 40\)"):
-        jm.by_group(
-            jm.multiclass_roc_auc,
-            probs,
-            labels,
-            groups=groups,
-            sample_weight=np.stack([weights, weights]),
-            **options,
-        )
+        attempt(sample_weight=np.stack([weights, weights]))
     with pytest.raises(ValueError, match=r"`sample_axis` must be an axis of `arrays\[0\]`"):
-        jm.by_group(
-            jm.multiclass_roc_auc, probs, labels, groups=groups, num_groups=3, sample_axis=2
-        )
+        attempt(sample_axis=2)
     with pytest.raises(TypeError, match=r"`sample_axis` must be an int; got 1.0"):
-        jm.by_group_bootstrap(
-            jm.multiclass_roc_auc,
-            probs,
-            labels,
-            groups=groups,
-            num_groups=3,
-            sample_axis=1.0,
-            key=jax.random.key(0),
-        )
+        attempt(jm.by_group_bootstrap, sample_axis=1.0, key=jax.random.key(0))
     # the last axis by default: [n, C] is refused as before, naming the arrays
     with pytest.raises(ValueError, match=r"arrays\[1\]"):
         jm.by_group(jm.multiclass_roc_auc, probs, labels, groups=groups, num_groups=3)
