@@ -407,17 +407,18 @@ def _binary_counts(matrix):
 
 
 # name: (the argument made from a [*batch, 2, 2] matrix, the call, its program's name)
-AGREEMENT_CALLS = {
+MATRIX_CALLS = {
     "matthews_corrcoef[matrix]": (np.asarray, jm.matthews_corrcoef, "_mcc_of_matrix"),
+    "one_vs_rest": (np.asarray, jm.one_vs_rest, "_one_vs_rest"),
     "matthews_corrcoef[counts]": (_binary_counts, jm.matthews_corrcoef, "_mcc_of_counts"),
     "cohen_kappa": (np.asarray, lambda m: jm.cohen_kappa(m, weighting="linear"), "_kappa"),
 }
 
 
-@pytest.mark.parametrize("name", sorted(AGREEMENT_CALLS))
-def test_an_eager_agreement_call_compiles_one_program(caplog, name):
-    # each operation was a program of its own (10-17 to compile per new shape)
-    make, call, program = AGREEMENT_CALLS[name]
+@pytest.mark.parametrize("name", sorted(MATRIX_CALLS))
+def test_an_eager_call_of_a_matrix_compiles_one_program(caplog, name):
+    # each operation was a program of its own (9-17 to compile per new shape)
+    make, call, program = MATRIX_CALLS[name]
     call(make(np.array([[[5, 1], [2, 7]]] * 3)))  # other shapes first: what a process compiles once
 
     def compiled(matrix) -> list[str]:
@@ -445,3 +446,44 @@ def test_an_eager_confusion_matrix_compiles_one_program_for_its_counts(caplog):
     messages = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Compiling")]
     assert [m for m in messages if "jit(_matrix)" in m] != [] and len(messages) <= 2, messages
     np.testing.assert_array_equal(matrix, skm.confusion_matrix(labels, predictions))
+
+
+def test_an_eager_classification_report_compiles_its_matrix_and_report_programs(caplog):
+    # its numbers ran operation by operation (28 programs for a first call on new shapes), and
+    # its integer inputs were copied by a program of their own per shape ("stage")
+    labels = np.array([0, 1, 2, 1, 0, 2, 2, 1])
+    predictions = np.array([0, 2, 2, 1, 1, 2, 0, 1])
+    weights = np.array([1.0, 2.0, 0.5, 1.0, 3.0, 1.0, 2.0, 1.5])
+    jm.classification_report(predictions[:5], labels[:5], num_classes=3, sample_weight=weights[:5])
+    batch = [np.stack([x, x[::-1]]) for x in (predictions, labels, weights)]  # new shapes
+    caplog.clear()
+    with caplog.at_level(logging.WARNING), jax.log_compiles():
+        report = jm.classification_report(
+            batch[0], batch[1], num_classes=3, sample_weight=batch[2], zero_division=0.0
+        )
+    messages = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Compiling")]
+    assert len(messages) == 2, messages
+    assert [m for m in messages if "jit(_matrix)" in m] and [
+        m for m in messages if "jit(_report_program)" in m
+    ], messages
+    for row in range(2):
+        expected = skm.classification_report(
+            batch[1][row],
+            batch[0][row],
+            sample_weight=batch[2][row],
+            output_dict=True,
+            zero_division=0.0,
+        )
+        for c in range(3):
+            for ours, theirs in (
+                ("precision", "precision"),
+                ("recall", "recall"),
+                ("f1", "f1-score"),
+            ):
+                np.testing.assert_allclose(
+                    getattr(report, ours)[row, c], expected[str(c)][theirs], rtol=1e-6
+                )
+        np.testing.assert_allclose(
+            report.macro["f1"][row], expected["macro avg"]["f1-score"], rtol=1e-6
+        )
+        np.testing.assert_allclose(report.accuracy[row], expected["accuracy"], rtol=1e-6)

@@ -73,6 +73,15 @@ def to_device(value: Any) -> Array:
     return jnp.asarray(value)
 
 
+def cast(value: Any, dtype: Any) -> Any:
+    """`value` as `dtype`: a numpy array is cast in numpy and stays numpy (a compiled program
+    takes it as it is, where `jnp.asarray` would compile a copy program per new shape), anything
+    else in JAX."""
+    if isinstance(value, np.ndarray | np.generic):
+        return np.asarray(value).astype(dtype, copy=False)
+    return jnp.asarray(value).astype(dtype)
+
+
 def as_scores(
     scores: Any, name: str = "scores", *, host: bool = False, keep_split: bool = False
 ) -> Array:

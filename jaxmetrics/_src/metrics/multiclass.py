@@ -16,7 +16,7 @@ import jax.numpy as jnp
 
 from jaxmetrics._src.core import batching, checks, coercion, kernels, sorting
 from jaxmetrics._src.core.numerics import float_dtype, safe_divide
-from jaxmetrics._src.core.options import check_count
+from jaxmetrics._src.core.options import check_count, check_real
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.metrics import rates as rates_lib
 from jaxmetrics._src.metrics.counts import Counts
@@ -29,7 +29,7 @@ def class_indices(values: ArrayLike, name: str, num_classes: int) -> tuple[Array
     if not (jnp.issubdtype(values.dtype, jnp.integer) or jnp.issubdtype(values.dtype, jnp.bool_)):
         raise TypeError(f"`{name}` must hold integer class indices; got dtype {values.dtype}.")
     invalid = checks.check(values, name, checks.class_index(num_classes))
-    return jnp.asarray(values).astype(jnp.int32), invalid
+    return coercion.cast(values, jnp.int32), invalid
 
 
 def _check_num_classes(num_classes: int) -> int:
@@ -49,8 +49,8 @@ def _count_weights(weights: ArrayLike | None) -> tuple[Array | None, Array]:
     weights = coercion.as_real_array(weights, "sample_weight", host=True)
     invalid = checks.check_weights(weights)
     if jnp.issubdtype(weights.dtype, jnp.floating):
-        return jnp.asarray(weights).astype(float_dtype()), invalid
-    return jnp.asarray(weights).astype(jnp.int32), invalid
+        return coercion.cast(weights, float_dtype()), invalid
+    return coercion.cast(weights, jnp.int32), invalid
 
 
 def confusion_matrix(
@@ -171,7 +171,13 @@ def one_vs_rest(matrix: ArrayLike) -> Counts:
       >>> round(float(jm.precision(counts, average="macro")), 4)  # (1 + 1/2 + 1) / 3
       0.8333
     """
-    matrix = check_square(matrix)
+    return _one_vs_rest(check_square(matrix))
+
+
+# One compiled program per eager call (each operation was a program of its own); inlined in a
+# caller's trace.
+@kernels.sample_jit
+def _one_vs_rest(matrix: Array) -> Counts:
     tp = jnp.diagonal(matrix, axis1=-2, axis2=-1)
     fp = matrix.sum(-2) - tp
     fn = matrix.sum(-1) - tp
@@ -266,9 +272,15 @@ def report_of_matrix(matrix: Array, *, zero_division: float = math.nan) -> Class
 
     Shared by `classification_report` and the multiclass streaming `ConfusionState`, so that
     both give the same numbers under the same names. A matrix holding the -1 marker gives NaN
-    rates and a support of -1 for its batch element.
+    rates and a support of -1 for its batch element. One compiled program per eager call.
     """
-    counts = one_vs_rest(matrix)
+    zero_division = check_real(zero_division, "zero_division", traced=True)
+    return _report_program(matrix, zero_division)
+
+
+@kernels.sample_jit
+def _report_program(matrix: Array, zero_division) -> ClassificationReport:
+    counts = _one_vs_rest(matrix)
     rates = {
         "precision": rates_lib.precision,
         "recall": rates_lib.recall,
