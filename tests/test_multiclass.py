@@ -487,3 +487,61 @@ def test_an_eager_classification_report_compiles_its_matrix_and_report_programs(
             report.macro["f1"][row], expected["macro avg"]["f1-score"], rtol=1e-6
         )
         np.testing.assert_allclose(report.accuracy[row], expected["accuracy"], rtol=1e-6)
+
+
+# no ties within a row (scikit-learn's top-k breaks those by class index)
+_PROBS = np.array(
+    [
+        [0.7, 0.2, 0.1],
+        [0.2, 0.5, 0.3],
+        [0.1, 0.3, 0.6],
+        [0.3, 0.25, 0.45],
+        [0.5, 0.4, 0.1],
+        [0.25, 0.6, 0.15],
+        [0.1, 0.15, 0.75],
+        [0.4, 0.35, 0.25],
+        [0.3, 0.5, 0.2],
+    ],
+    np.float32,
+)  # fmt: skip
+_CLASSES = np.array([0, 1, 2, 2, 1, 0, 2, 0, 1])
+_WEIGHTS = np.array([1.0, 2.0, 0.5, 1.0, 3.0, 1.0, 2.0, 1.5, 1.0], np.float32)
+
+# name: (our call, scikit-learn's, at most this many programs for a first call on new shapes:
+# the ranking metric's own and one for the classes' numbers)
+MULTICLASS_RANKING_CALLS = {
+    "top_k_accuracy": (
+        lambda p, y, w: jm.top_k_accuracy(p, y, k=2, sample_weight=w),
+        lambda p, y, w: skm.top_k_accuracy_score(y, p, k=2, sample_weight=w, labels=range(3)),
+        1,
+    ),
+    "multiclass_roc_auc[ovr, weighted]": (
+        lambda p, y, w: jm.multiclass_roc_auc(p, y, average="weighted", sample_weight=w),
+        lambda p, y, w: skm.roc_auc_score(
+            y, p / p.sum(-1, keepdims=True), multi_class="ovr", average="weighted", sample_weight=w
+        ),
+        2,
+    ),
+    "multiclass_roc_auc[ovo]": (
+        lambda p, y, w: jm.multiclass_roc_auc(p, y, multi_class="ovo"),
+        lambda p, y, w: skm.roc_auc_score(y, p / p.sum(-1, keepdims=True), multi_class="ovo"),
+        2,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MULTICLASS_RANKING_CALLS))
+def test_an_eager_multiclass_ranking_call_compiles_its_metric_and_one_program(caplog, name):
+    # the numbers around the ranking ran operation by operation (7-9 programs for a first call
+    # on new shapes: the one-hot classes, the averages, the marking of bad rows)
+    ours, theirs, most = MULTICLASS_RANKING_CALLS[name]
+    ours(_PROBS[:6], _CLASSES[:6], _WEIGHTS[:6])  # other shapes first: what a process compiles once
+    batch = [np.stack([x, x[::-1]]) for x in (_PROBS, _CLASSES, _WEIGHTS)]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING), jax.log_compiles():
+        values = ours(*batch)
+    messages = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Compiling")]
+    assert 1 <= len(messages) <= most, messages
+    for row in range(2):
+        expected = theirs(*(x[row] for x in batch))
+        np.testing.assert_allclose(values[row], expected, rtol=1e-6)

@@ -6,10 +6,12 @@ need not be probabilities; the class count is the last axis of the scores.
 
 from __future__ import annotations
 
+import functools
+
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import batching, checks, coercion
+from jaxmetrics._src.core import batching, checks, coercion, kernels
 from jaxmetrics._src.core.numerics import float_dtype, safe_divide
 from jaxmetrics._src.core.options import check_count, check_option
 from jaxmetrics._src.core.typing import (
@@ -56,7 +58,8 @@ def _probability_matrix(probs: ArrayLike, labels: ArrayLike) -> tuple[Array, Arr
             f"batch axes must broadcast; got `probs` {tuple(probs.shape)} and `labels` "
             f"{tuple(labels.shape)}."
         ) from None
-    invalid = jnp.broadcast_to(invalid | invalid_labels, batch_shape)
+    xp = checks.array_namespace(invalid, invalid_labels)  # numpy when clean: no JAX op
+    invalid = xp.broadcast_to(invalid | invalid_labels, batch_shape)
     # concrete scores stay numpy (float64 ones exact: the ranking metrics rank them on the host)
     return probs, labels, invalid, num_classes
 
@@ -71,7 +74,7 @@ def _sample_weights(sample_weight: ArrayLike, labels: Array) -> tuple[Array, Arr
     weights = coercion.as_real_array(sample_weight, "sample_weight", host=True)
     coercion.sample_axis_shapes([("labels", labels), ("sample_weight", weights)])
     invalid = checks.check_weights(weights)
-    return jnp.asarray(weights).astype(float_dtype()), invalid
+    return coercion.cast(weights, float_dtype()), invalid
 
 
 def top_k_accuracy(
@@ -119,14 +122,23 @@ def top_k_accuracy(
     # numpy compares float64 scores exactly, when the labels are concrete too
     xp = checks.array_namespace(probs, labels)
     true_score = xp.take_along_axis(xp.asarray(probs), xp.asarray(labels)[..., None], axis=-1)
-    higher = jnp.asarray((xp.asarray(probs) > true_score).sum(-1))
-    tied = jnp.asarray((xp.asarray(probs) == true_score).sum(-1))  # includes the true class itself
-    hit = jnp.clip((k - higher) / tied, 0.0, 1.0).astype(float_dtype())
-    if sample_weight is None:
-        value = hit.mean(-1)
-    else:
+    higher = (xp.asarray(probs) > true_score).sum(-1, dtype=xp.int32)
+    tied = (xp.asarray(probs) == true_score).sum(-1, dtype=xp.int32)  # the true class included
+    weights = None
+    if sample_weight is not None:
         weights, invalid_weights = _sample_weights(sample_weight, labels)
         invalid = invalid | invalid_weights
+    return _top_k_value(higher, tied, weights, invalid, k)
+
+
+# One compiled program per eager call (each operation was a program of its own); inlined in a
+# caller's trace. `k` is traced: one program for every k.
+@kernels.sample_jit
+def _top_k_value(higher: Array, tied: Array, weights: Array | None, invalid: Array, k) -> Array:
+    hit = jnp.clip((k - higher) / tied, 0.0, 1.0).astype(float_dtype())
+    if weights is None:
+        value = hit.mean(-1)
+    else:
         value = safe_divide((hit * weights).sum(-1), weights.sum(-1))
     return batching.nan_where(invalid, value)
 
@@ -198,8 +210,7 @@ def multiclass_roc_auc(
         )
     probs, labels, invalid, num_classes = _probability_matrix(probs, labels)
     by_class = _xp(probs).swapaxes(probs, -1, -2)  # [*batch, C, n]: samples on the last axis
-    classes = jnp.arange(num_classes)[:, None]
-    members = (labels[..., None, :] == classes).astype(jnp.int32)  # [*batch, C, n]
+    members = _members(labels, num_classes)  # [*batch, C, n]
     if sample_weight is None:
         weights = None
         prevalence = members.sum(-1).astype(float_dtype())
@@ -212,7 +223,7 @@ def multiclass_roc_auc(
         auc = ranking.roc_auc(by_class, members, sample_weight=weights, average="micro")
         return batching.nan_where(invalid, auc)
     if multi_class == "ovr":
-        aucs = ranking.roc_auc(by_class, members, sample_weight=weights)
+        aucs = (ranking.roc_auc(by_class, members, sample_weight=weights),)
         weight = prevalence
     else:
         first, second = np.triu_indices(num_classes, k=1)
@@ -223,9 +234,22 @@ def multiclass_roc_auc(
         backward = ranking.roc_auc(
             by_class[..., second, :], members[..., second, :], sample_weight=in_pair
         )
-        aucs = (forward + backward) / 2
+        aucs = (forward, backward)  # their mean is the pair's
         weight = prevalence[..., first] + prevalence[..., second]
-    aucs = batching.nan_where(invalid, aucs)
+    return _averaged(aucs, weight, invalid, average=average)
+
+
+def _members(labels: Array, num_classes: int) -> Array:
+    """``[*batch, C, n]`` int32 one-hot membership of each class; numpy for known labels."""
+    xp = checks.array_namespace(labels)
+    return (labels[..., None, :] == xp.arange(num_classes)[:, None]).astype(xp.int32)
+
+
+# The per-class AUCs (or the mean of each pair's two), marked and averaged in one compiled
+# program per eager call.
+@functools.partial(kernels.sample_jit, static_argnames=("average",))
+def _averaged(parts: tuple[Array, ...], weight: Array, invalid: Array, *, average) -> Array:
+    aucs = batching.nan_where(invalid, sum(parts[1:], parts[0]) / len(parts))
     if average is None:
         return aucs
     if average == "macro":
@@ -274,7 +298,7 @@ def multiclass_average_precision(
     check_option(average, "average", _AP_AVERAGES)
     probs, labels, invalid, num_classes = _probability_matrix(probs, labels)
     by_class = _xp(probs).swapaxes(probs, -1, -2)  # [*batch, C, n]
-    members = (labels[..., None, :] == jnp.arange(num_classes)[:, None]).astype(jnp.int32)
+    members = _members(labels, num_classes)
     weights = None
     if sample_weight is not None:
         weights, invalid_weights = _sample_weights(sample_weight, labels)
