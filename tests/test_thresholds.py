@@ -1,5 +1,7 @@
+import logging
 import math
 
+import jax
 import numpy as np
 import pytest
 from conftest import tied_problem
@@ -127,3 +129,26 @@ def test_budget_threshold_tie_rule():
 def test_no_feasible_threshold_is_nan():
     value, threshold = jm.recall_at_precision([0.9, 0.1], [0, 1], min_precision=0.99)
     assert math.isnan(float(value)) and math.isnan(float(threshold))
+
+
+def test_an_eager_budget_threshold_compiles_one_program_for_every_budget(caplog):
+    # it ran operation by operation: 15 programs to compile for a first call on new shapes
+    rng = np.random.default_rng(3)
+    jm.budget_threshold(rng.random((3, 7)).astype(np.float32), k=2)  # other shapes first
+    scores = np.round(rng.random((2, 11)), 1).astype(np.float32)  # ties at the k-th place
+
+    def compiled(k: int) -> tuple[list[str], jm.BudgetChoice]:
+        caplog.clear()
+        with caplog.at_level(logging.WARNING), jax.log_compiles():
+            choice = jm.budget_threshold(scores, k=k)
+        messages = [r.getMessage() for r in caplog.records]
+        return [m for m in messages if m.startswith("Compiling")], choice
+
+    first, _ = compiled(3)
+    assert len(first) == 1 and "jit(_budget)" in first[0], first
+    for k in (1, 4, 11):
+        again, (value, threshold) = compiled(k)
+        assert again == []  # another budget: the same program
+        expected = -np.sort(-scores, axis=-1)[:, k - 1]  # the k-th largest of each row
+        np.testing.assert_array_equal(threshold, expected)
+        np.testing.assert_array_equal(value, (scores >= expected[:, None]).sum(-1))

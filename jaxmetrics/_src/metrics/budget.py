@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from jaxmetrics._src.core import batching, checks, coercion, exact_order, sorting
+from jaxmetrics._src.core import batching, checks, coercion, exact_order, kernels, sorting
 from jaxmetrics._src.core.options import check_count
 from jaxmetrics._src.core.typing import Array, ArrayLike
 
@@ -62,7 +62,14 @@ def budget_threshold(scores: ArrayLike, *, k: int) -> BudgetChoice:
     invalid = checks.check_finite(scores, "scores")
     if k > scores.shape[-1]:
         raise ValueError(f"`k` must be at most the number of samples {scores.shape[-1]}; got {k}.")
+    value, threshold = _budget(scores, invalid, k)
+    return BudgetChoice(value, codec.decode(threshold))
+
+
+# One compiled program per eager call (each operation was a program of its own: 15 to compile
+# for new shapes); inlined in a caller's trace. `k` is traced: one program for every budget.
+@kernels.sample_jit
+def _budget(scores: Array, invalid: Array, k) -> tuple[Array, Array]:
     threshold = batching.map_batch(lambda s: sorting.rank(s).scores[s.shape[0] - k], scores)
     selected = (scores >= threshold[..., None]).sum(-1)
-    value, threshold = batching.nan_where(invalid, (selected, threshold))
-    return BudgetChoice(value, codec.decode(threshold))
+    return batching.nan_where(invalid, (selected, threshold))
