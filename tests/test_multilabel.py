@@ -4,6 +4,7 @@ scikit-learn (ties and weights included) on the ``[L, n]`` layout (scikit-learn'
 from __future__ import annotations
 
 import functools
+import logging
 
 import jax
 import jax.numpy as jnp
@@ -245,3 +246,25 @@ def test_bootstrap_over_rows_of_class_probabilities():
         jm.bootstrap(jm.multiclass_average_precision, probs, labels, key=key, sample_axis=2)
     with pytest.raises(TypeError, match="`sample_axis` must be an int"):
         jm.bootstrap(jm.multiclass_average_precision, probs, labels, key=key, sample_axis=1.0)
+
+
+@pytest.mark.parametrize("average", ["weighted", "samples"])
+def test_an_eager_weighted_or_samples_average_compiles_the_metric_and_one_program(caplog, average):
+    # the average around the metric ran operation by operation (5-6 programs for a first call on
+    # new shapes)
+    rng = np.random.default_rng(11)
+    scores = rng.random((4, 9)).astype(np.float32)  # [L, n]
+    labels = (rng.random((4, 9)) < 0.5).astype(np.int32)
+    for j in range(9):  # every label (row) and every sample (column) of both classes
+        labels[j % 4, j], labels[(j + 1) % 4, j] = 1, 0
+    weights = rng.uniform(0.5, 2.0, 9).astype(np.float32)
+    jm.average_precision(scores[:, :5], labels[:, :5], sample_weight=weights[:5], average=average)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING), jax.log_compiles():
+        value = jm.average_precision(scores, labels, sample_weight=weights, average=average)
+    messages = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Compiling")]
+    assert 1 <= len(messages) <= 2, messages
+    expected = skm.average_precision_score(
+        labels.T, scores.T, sample_weight=weights, average=average
+    )
+    np.testing.assert_allclose(value, expected, rtol=1e-5)

@@ -23,7 +23,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import batching, checks, coercion, validation
+from jaxmetrics._src.core import batching, checks, coercion, kernels, validation
 from jaxmetrics._src.core.numerics import float_dtype
 from jaxmetrics._src.core.options import check_option
 from jaxmetrics._src.core.typing import Array, MultilabelAverage, options_of
@@ -74,7 +74,18 @@ def over_labels(
     per_label = metric(scores, labels, sample_weight=weights, **options)
     if average == "macro":
         return per_label.mean(-1)
-    # "weighted": by each label's positive weight; labels with none are left out, not NaN
+    # a label row without positives is left out, but not its bad values: under jit the row's
+    # mark (a label 2, a NaN score) would go with it (eagerly the metric has raised already)
+    invalid = checks.check_binary_labels(labels) | checks.check_finite(scores, "scores")
+    if weights is not None:
+        invalid = invalid | checks.check_weights(weights)
+    return _by_support(per_label, labels, weights, invalid)
+
+
+# "weighted": by each label's positive weight; labels with none are left out, not NaN. One
+# compiled program per eager call (each operation was a program of its own).
+@kernels.sample_jit
+def _by_support(per_label: Array, labels: Array, weights: Array | None, invalid: Array) -> Array:
     positives = jnp.asarray(labels == 1, float_dtype())
     if weights is not None:
         positives = positives * jnp.asarray(weights, float_dtype())
@@ -84,11 +95,6 @@ def over_labels(
     total = jnp.where(counted, support, 0).sum(-1)
     weighted = jnp.where(counted, per_label * support, 0).sum(-1)
     average = jnp.where(total == 0, jnp.nan, weighted / jnp.where(total == 0, 1, total))
-    # a label row without positives is left out, but not its bad values: under jit the row's
-    # mark (a label 2, a NaN score) would go with it (eagerly the metric has raised already)
-    invalid = checks.check_binary_labels(labels) | checks.check_finite(scores, "scores")
-    if weights is not None:
-        invalid = invalid | checks.check_weights(weights)
     return batching.nan_where(jnp.broadcast_to(invalid, per_label.shape).any(-1), average)
 
 
@@ -110,6 +116,12 @@ def _samples_average(metric, scores, labels, weights, xp, **options) -> Array:
     if weights.ndim >= 2:
         weights = weights[..., 0, :]
     invalid = checks.check_weights(weights)  # the metric above never saw them
+    return _weighted_mean(per_sample, weights, invalid)
+
+
+# One compiled program per eager call (each operation was a program of its own).
+@kernels.sample_jit
+def _weighted_mean(per_sample: Array, weights: Array, invalid: Array) -> Array:
     weights = jnp.broadcast_to(jnp.asarray(weights, float_dtype()), per_sample.shape)
     # a sample of zero weight takes no part, even where its metric is undefined
     total = weights.sum(-1)
