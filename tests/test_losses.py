@@ -1,4 +1,5 @@
 import inspect
+import logging
 import math
 
 import jax
@@ -680,3 +681,43 @@ def test_one_column_of_logits_raises_with_the_shape_named(rng, name):
             call(logits[:, None], labels[:, None].astype(np.float32))
     value, gradient = jax.value_and_grad(lambda p: loss(p, labels).sum())(logits)
     assert np.isfinite(float(value)) and np.abs(np.asarray(gradient)).sum() > 0  # as [n]: signal
+
+
+# losses whose eager call ran operation by operation (6-20 programs for a first call on new
+# shapes), each now one program; called with (scores, labels, weights)
+ONE_PROGRAM_LOSSES = {
+    "soft_counts": lambda s, y, w: jnp.stack(jl.soft_counts(s, y, sample_weight=w)),
+    "soft_f_beta_loss": lambda s, y, w: jl.soft_f_beta_loss(s, y, beta=2.0, sample_weight=w),
+    "auc_margin_loss": lambda s, y, w: jl.auc_margin_loss(s, y, sample_weight=w),
+    "auc_margin_objective": lambda s, y, w: jl.auc_margin_objective(
+        s, y, jl.AucMarginState(0.7, 0.3, 0.2), sample_weight=w
+    ),
+    "smooth_ap_loss": lambda s, y, w: jl.smooth_ap_loss(s, y, temperature=0.1, sample_weight=w),
+    "recall_at_precision_objective": lambda s, y, w: jl.recall_at_precision_objective(
+        s, y, 0.5, min_precision=0.8, sample_weight=w
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ONE_PROGRAM_LOSSES))
+def test_an_eager_loss_compiles_one_program(caplog, name):
+    loss = ONE_PROGRAM_LOSSES[name]
+    rng = np.random.default_rng(5)
+
+    def problem(n: int):
+        labels = np.arange(n) % 2
+        return rng.random(n).astype(np.float32), labels, rng.uniform(0.5, 2.0, n).astype(np.float32)
+
+    loss(*problem(7))  # other shapes first: what a process compiles once
+    scores, labels, weights = problem(10)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING), jax.log_compiles():
+        jax.block_until_ready(loss(scores, labels, weights))
+    messages = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Compiling")]
+    # one program (none where another test of this process compiled it: soft_f_beta_loss's
+    # soft counts, then its F-beta of counts of the same shape)
+    assert len(messages) <= 1, messages
+    # an eager gradient (the program differentiated as a whole) equals the compiled one
+    gradient = jax.grad(lambda s: loss(s, labels, weights).sum())(scores)
+    expected = jax.jit(jax.grad(lambda s: loss(s, labels, weights).sum()))(scores)
+    np.testing.assert_allclose(gradient, expected, rtol=1e-5, atol=1e-7)

@@ -156,7 +156,13 @@ def auc_margin_loss(
     """
     bad_margin = check_finite_option(margin, "margin")
     probs, labels, weights, invalid = loss_inputs(probs, labels, sample_weight, "probs")
-    invalid = invalid | bad_margin
+    return _auc_margin_loss(probs, labels, weights, invalid | bad_margin, margin)
+
+
+# Each loss of this module is one compiled program per eager call (each operation was a program
+# of its own), also under an eager `jax.grad`; inlined in a caller's trace. Options are traced.
+@kernels.sample_jit
+def _auc_margin_loss(probs, labels, weights, invalid, margin) -> Array:
     positive, negative = weights * labels, weights * (1 - labels)
     count_pos, count_neg = positive.sum(-1), negative.sum(-1)
     mean_pos = safe_divide((positive * probs).sum(-1), count_pos, 0.0)
@@ -270,7 +276,11 @@ def auc_margin_objective(
     bad_margin = check_finite_option(margin, "margin")
     probs, labels, weights, invalid = loss_inputs(probs, labels, sample_weight, "probs")
     check_state_shape(state, invalid.shape, "probs")
-    invalid = invalid | bad_margin
+    return _auc_margin_objective(probs, labels, weights, invalid | bad_margin, state, margin)
+
+
+@kernels.sample_jit
+def _auc_margin_objective(probs, labels, weights, invalid, state, margin) -> Array:
     positive, negative = weights * labels, weights * (1 - labels)
     count_pos, count_neg = positive.sum(-1), negative.sum(-1)
 
@@ -335,8 +345,11 @@ def smooth_ap_loss(
     """
     bad_temperature = check_temperature(temperature)
     logits, labels, weights, invalid = loss_inputs(logits, labels, sample_weight, "logits")
-    invalid = invalid | bad_temperature
+    return _smooth_ap_loss(logits, labels, weights, invalid | bad_temperature, temperature)
 
+
+@kernels.sample_jit
+def _smooth_ap_loss(logits, labels, weights, invalid, temperature) -> Array:
     def kernel(scores: Array, labels: Array, weights: Array) -> Array:
         positive = weights * labels
 
@@ -408,7 +421,13 @@ def recall_at_precision_objective(
         min_precision, "min_precision", checks.Rule(lambda p: ~((p > 0) & (p < 1)), "be in (0, 1)")
     )
     logits, labels, weights, invalid = loss_inputs(logits, labels, sample_weight, "logits")
-    invalid = invalid | bad_level
+    return _recall_at_precision(
+        logits, labels, weights, invalid | bad_level, multiplier, min_precision
+    )
+
+
+@kernels.sample_jit
+def _recall_at_precision(logits, labels, weights, invalid, multiplier, min_precision) -> Array:
     positive, negative = weights * labels, weights * (1 - labels)
     loss_pos = (positive * jax.nn.relu(1 - logits)).sum(-1)
     loss_neg = (negative * jax.nn.relu(1 + logits)).sum(-1)

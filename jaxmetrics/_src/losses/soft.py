@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import batching, checks, coercion
+from jaxmetrics._src.core import batching, checks, coercion, kernels
 from jaxmetrics._src.core.numerics import safe_divide
 from jaxmetrics._src.core.options import check_real
 from jaxmetrics._src.core.typing import Array, ArrayLike
@@ -56,12 +56,18 @@ def loss_inputs(
     )
     dtype = predictions.dtype
     if weights is None:
-        weights = jnp.ones(labels.shape, dtype)
+        # outside any trace numpy's ones (jnp.ones compiles per shape), else a broadcast
+        xp = np if kernels.trace_state_clean() else jnp
+        weights = xp.ones(labels.shape, dtype)
     else:
         invalid = invalid | checks.check_weights(weights)
-        weights = jnp.asarray(weights).astype(dtype)
-    invalid = jnp.broadcast_to(invalid, batch_shape)
-    return jnp.asarray(predictions), jnp.asarray(labels).astype(dtype), weights, invalid
+    invalid = checks.array_namespace(invalid).broadcast_to(invalid, batch_shape)
+    # known values cast in numpy and copied without a program (`jnp.asarray` compiled a copy
+    # program for every new shape)
+    predictions, labels, weights = (
+        coercion.to_device(coercion.cast(a, dtype)) for a in (predictions, labels, weights)
+    )
+    return predictions, labels, weights, invalid
 
 
 def option_flag(value: Any, name: str, rule: checks.Rule) -> np.ndarray | Array:
@@ -131,7 +137,13 @@ def soft_counts(
     """
     bad_option = check_temperature(temperature) | check_finite_option(threshold, "threshold")
     logits, labels, weights, invalid = loss_inputs(logits, labels, sample_weight, "logits")
-    invalid = invalid | bad_option
+    return _soft_counts(logits, labels, weights, invalid | bad_option, temperature, threshold)
+
+
+# One compiled program per eager call (each operation was a program of its own), also under an
+# eager `jax.grad`; inlined in a caller's trace. The options are traced.
+@kernels.sample_jit
+def _soft_counts(logits, labels, weights, invalid, temperature, threshold) -> Counts:
     flagged = jax.nn.sigmoid((logits - threshold) / temperature)
     positive, negative = weights * labels, weights * (1 - labels)
     counts = Counts(
@@ -191,6 +203,11 @@ def soft_f_beta_loss(
     counts = soft_counts(
         logits, labels, temperature=temperature, threshold=threshold, sample_weight=sample_weight
     )
+    return _f_beta_loss(counts, beta, bad_beta)
+
+
+@kernels.sample_jit
+def _f_beta_loss(counts: Counts, beta, bad_beta) -> Array:
     # F-beta of `rates.f_beta`, written here for a `beta` that may be traced: divided through
     # by 1 + beta^2, so that beta = inf is recall with no special case
     fp_share = 1 / (1 + jnp.square(jnp.asarray(beta, counts.tp.dtype)))
