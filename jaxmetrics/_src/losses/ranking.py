@@ -421,18 +421,17 @@ def recall_at_precision_objective(
         min_precision, "min_precision", checks.Rule(lambda p: ~((p > 0) & (p < 1)), "be in (0, 1)")
     )
     logits, labels, weights, invalid = loss_inputs(logits, labels, sample_weight, "logits")
-    return _recall_at_precision(
-        logits, labels, weights, invalid | bad_level, multiplier, min_precision
-    )
+    # the ratio before the program: of a Python number in float64 (4, not float32's 4.0000005)
+    ratio = min_precision / (1 - min_precision)
+    return _recall_at_precision(logits, labels, weights, invalid | bad_level, multiplier, ratio)
 
 
 @kernels.sample_jit
-def _recall_at_precision(logits, labels, weights, invalid, multiplier, min_precision) -> Array:
+def _recall_at_precision(logits, labels, weights, invalid, multiplier, ratio) -> Array:
     positive, negative = weights * labels, weights * (1 - labels)
     loss_pos = (positive * jax.nn.relu(1 - logits)).sum(-1)
     loss_neg = (negative * jax.nn.relu(1 + logits)).sum(-1)
     count_pos = positive.sum(-1)
-    ratio = min_precision / (1 - min_precision)
     lagrangian = (
         (1 + multiplier) * loss_pos + multiplier * ratio * loss_neg - multiplier * count_pos
     )
