@@ -771,3 +771,23 @@ def test_multilabel_and_multiclass_counts_that_would_wrap_around():
         matrix, jnp.zeros(20, jnp.int32), jnp.zeros(20, jnp.int32)
     )
     assert int(jitted.num_bad_batches) == 1 and np.isnan(jitted.compute()["accuracy"])
+
+
+def test_an_eager_mean_update_compiles_one_program(caplog):
+    # its update ran operation by operation (3-6 programs for each new batch shape)
+    rng = np.random.default_rng(8)
+    streaming.Mean.empty().update(rng.random(5), sample_weight=rng.random(5))  # other shapes first
+    values, weights = rng.random((2, 7)), rng.uniform(0.5, 2.0, (2, 7))
+    state = streaming.Mean.empty()
+    for sample_weight in (weights, None):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING), jax.log_compiles():
+            state = state.update(values, sample_weight=sample_weight)
+        messages = [
+            r.getMessage() for r in caplog.records if r.getMessage().startswith("Compiling")
+        ]
+        assert len(messages) == 1 and "jit(_mean_update)" in messages[0], messages
+    expected = np.average(
+        np.concatenate([values, values]), weights=np.concatenate([weights, 0 * weights + 1])
+    )
+    np.testing.assert_allclose(state.compute()["mean"], expected, rtol=1e-6)

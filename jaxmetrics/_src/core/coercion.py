@@ -82,6 +82,20 @@ def cast(value: Any, dtype: Any) -> Any:
     return jnp.asarray(value).astype(dtype)
 
 
+def device_arrays(dtype: Any, *values: Any) -> tuple[Array, ...]:
+    """Each value as a JAX array of `dtype`: numpy ones cast in numpy and copied without a
+    compiled program (`cast`, `to_device`)."""
+    return tuple(to_device(cast(value, dtype)) for value in values)
+
+
+def ones(shape: tuple[int, ...], dtype: Any) -> Array:
+    """Ones of `shape`: made by numpy and copied outside any trace (`jnp.ones` compiles a
+    program per shape), a broadcast inside one (no constant of that size in the program)."""
+    if kernels.trace_state_clean():
+        return to_device(np.ones(shape, dtype))
+    return jnp.ones(shape, dtype)
+
+
 def as_scores(
     scores: Any, name: str = "scores", *, host: bool = False, keep_split: bool = False
 ) -> Array:

@@ -45,12 +45,11 @@ def _query_inputs(
     )
     dtype = scores.dtype
     if mask is None:
-        mask = jnp.ones(relevance.shape, dtype)
+        mask = coercion.ones(relevance.shape, dtype)
     else:
         invalid = invalid | checks.check(mask, "sample_weight", checks.ITEM_MASK)
-        mask = jnp.asarray(mask).astype(dtype)
-    invalid = jnp.broadcast_to(invalid, batch_shape)
-    return jnp.asarray(scores), jnp.asarray(relevance).astype(dtype), mask, invalid
+    invalid = checks.array_namespace(invalid).broadcast_to(invalid, batch_shape)
+    return (*coercion.device_arrays(dtype, scores, relevance, mask), invalid)
 
 
 # The kernels are jitted so that an eager call runs one compiled program per shape, whatever the

@@ -56,17 +56,11 @@ def loss_inputs(
     )
     dtype = predictions.dtype
     if weights is None:
-        # outside any trace numpy's ones (jnp.ones compiles per shape), else a broadcast
-        xp = np if kernels.trace_state_clean() else jnp
-        weights = xp.ones(labels.shape, dtype)
+        weights = coercion.ones(labels.shape, dtype)
     else:
         invalid = invalid | checks.check_weights(weights)
     invalid = checks.array_namespace(invalid).broadcast_to(invalid, batch_shape)
-    # known values cast in numpy and copied without a program (`jnp.asarray` compiled a copy
-    # program for every new shape)
-    predictions, labels, weights = (
-        coercion.to_device(coercion.cast(a, dtype)) for a in (predictions, labels, weights)
-    )
+    predictions, labels, weights = coercion.device_arrays(dtype, predictions, labels, weights)
     return predictions, labels, weights, invalid
 
 

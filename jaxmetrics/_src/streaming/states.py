@@ -63,7 +63,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import DTypeLike
 
-from jaxmetrics._src.core import batching, checks, coercion
+from jaxmetrics._src.core import batching, checks, coercion, kernels
 from jaxmetrics._src.core.numerics import float_dtype, safe_divide
 from jaxmetrics._src.core.options import check_count
 from jaxmetrics._src.core.typing import Array, ArrayLike
@@ -311,19 +311,15 @@ class Mean:
 
     def update(self, values: ArrayLike, *, sample_weight: ArrayLike | None = None) -> Mean:
         """Add values of any shape, with optional weights broadcasting against them."""
-        dtype = self.total.dtype
         values = coercion.as_real_array(values, "values", min_ndim=0, host=True)
         every_axis = max(np.ndim(values), 1)
         invalid = checks.check(values, "values", checks.FINITE_VALUE, sample_axes=every_axis)
-        values = jnp.asarray(values, dtype)
-        if sample_weight is None:
-            weights = jnp.ones_like(values)
-        else:
+        weights = None
+        if sample_weight is not None:
             weights = coercion.as_real_array(sample_weight, "sample_weight", min_ndim=0, host=True)
-            invalid = invalid | jnp.any(checks.check_weights(jnp.atleast_1d(weights)))
-            weights = jnp.broadcast_to(jnp.asarray(weights, dtype), values.shape)
-        total = jnp.where(invalid, jnp.nan, (values * weights).sum())
-        return Mean(self.total + total, self.weight + weights.sum())
+            xp = checks.array_namespace(weights)  # numpy for known weights: no JAX op
+            invalid = invalid | checks.check_weights(xp.atleast_1d(weights)).any()
+        return _mean_update(self, values, weights, invalid)
 
     def merge(self, other: Mean) -> Mean:
         """The mean of both states' values (addition)."""
@@ -333,6 +329,20 @@ class Mean:
         """A dict with "mean", the weighted mean (NaN with no weight seen)."""
         return {"mean": safe_divide(self.total, self.weight, math.nan)}
 
+
+
+# One compiled program per eager update (each operation was a program of its own); inlined in a
+# caller's trace.
+@kernels.sample_jit
+def _mean_update(state: Mean, values: Array, weights: Array | None, invalid: Array) -> Mean:
+    dtype = state.total.dtype
+    values = jnp.asarray(values, dtype)
+    if weights is None:
+        weights = jnp.ones_like(values)
+    else:
+        weights = jnp.broadcast_to(jnp.asarray(weights, dtype), values.shape)
+    total = jnp.where(invalid, jnp.nan, (values * weights).sum())
+    return Mean(state.total + total, state.weight + weights.sum())
 
 @state_class
 class Collection:
