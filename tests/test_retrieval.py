@@ -1,12 +1,12 @@
 """Per-query retrieval metrics: scikit-learn's ndcg_score, brute force over every tie order,
 padding == truncation, the NaN rules, bad input in both regimes, exact float64 ranking.
-
 Compilation dominates the run time, so shapes are reused on purpose: batches are ``[4, 5, m]``
 (4 x 5 queries) and single queries 1-D, eager calls pad the items to 32 and k is traced, and
 the jit/vmap checks trace all six metrics in one program.
 """
 
 import itertools
+import logging
 import math
 
 import jax
@@ -433,7 +433,7 @@ def test_bootstrap_of_a_mean_ndcg_resamples_queries():
     relevance[:, 0] = 1  # every query has a relevant item
 
     def mean_ndcg(s, r, sample_weight):
-        return jm.query_mean(jm.ndcg(s, r, k=5), sample_weight=sample_weight)
+        return query_mean(jm.ndcg(s, r, k=5), sample_weight=sample_weight)
 
     key = jax.random.key(5)
     result = jm.bootstrap(mean_ndcg, scores, relevance, key=key, num_resamples=30, sample_axis=-2)
@@ -443,3 +443,20 @@ def test_bootstrap_of_a_mean_ndcg_resamples_queries():
         drawn = np.repeat(np.arange(scores.shape[0]), weights[b])
         expected = skm.ndcg_score(relevance[drawn], scores[drawn], k=5)
         assert float(result.samples[b]) == pytest.approx(expected, rel=1e-5)
+
+
+def test_an_eager_query_mean_compiles_one_program(caplog):
+    # it ran operation by operation: 12 programs to compile for a first call on new shapes
+    rng = np.random.default_rng(9)
+    query_mean(rng.random(5), sample_weight=rng.random(5))  # other shapes first
+    values = rng.random((2, 8))
+    values[:, 3] = np.nan  # queries without a relevant item
+    weights = rng.integers(0, 4, (2, 8)).astype(np.float32)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING), jax.log_compiles():
+        mean = query_mean(values, sample_weight=weights)
+    messages = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Compiling")]
+    assert len(messages) == 1 and "jit(_query_mean)" in messages[0], messages
+    defined = ~np.isnan(values)
+    expected = [np.average(v[d], weights=w[d]) for v, w, d in zip(values, weights, defined)]
+    np.testing.assert_allclose(mean, expected, rtol=1e-6)

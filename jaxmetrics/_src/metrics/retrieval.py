@@ -16,7 +16,7 @@ from typing import Literal
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmetrics._src.core import batching, checks, coercion, numerics, options
+from jaxmetrics._src.core import batching, checks, coercion, kernels, numerics, options
 from jaxmetrics._src.core.numerics import safe_divide
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.mesh import recipe
@@ -388,14 +388,21 @@ def query_mean(values: ArrayLike, *, sample_weight: ArrayLike | None = None) -> 
       >>> float(jm.query_mean([1.0, 0.5, np.nan, 0.0], sample_weight=[2, 0, 5, 2]))
       0.5
     """
-    values = coercion.as_real_array(values, "values").astype(numerics.float_dtype())
-    if sample_weight is None:
-        weights, invalid = jnp.ones((), values.dtype), np.zeros((), bool)
-    else:
+    values = coercion.as_real_array(values, "values", host=True)
+    weights, invalid = None, np.zeros((), bool)
+    if sample_weight is not None:
         weights = coercion.as_real_array(sample_weight, "sample_weight", host=True)
         coercion.sample_axis_shapes([("values", values), ("sample_weight", weights)])
         invalid = checks.check_weights(weights)
-        weights = jnp.asarray(weights).astype(values.dtype)
+    return _query_mean(values, weights, invalid)
+
+
+# One compiled program per eager call (each operation was a program of its own: 12 to compile
+# for new shapes); inlined in a caller's trace.
+@kernels.sample_jit
+def _query_mean(values: Array, weights: Array | None, invalid: Array) -> Array:
+    values = values.astype(numerics.float_dtype())
+    weights = jnp.ones((), values.dtype) if weights is None else weights.astype(values.dtype)
     defined = ~jnp.isnan(values)
     weights = jnp.where(defined, weights, 0)
     total = (weights * jnp.where(defined, values, 0)).sum(-1)
