@@ -791,3 +791,34 @@ def test_an_eager_mean_update_compiles_one_program(caplog):
         np.concatenate([values, values]), weights=np.concatenate([weights, 0 * weights + 1])
     )
     np.testing.assert_allclose(state.compute()["mean"], expected, rtol=1e-6)
+
+
+def test_an_eager_update_of_a_new_state_compiles_at_most_two_programs(caplog):
+    # the sums of an update ran operation by operation: 8 (BinnedCurve) and 21 (ExactCurve)
+    # programs for a state of a new size, each dispatched again on every update
+    rng = np.random.default_rng(12)
+    scores = rng.random(12).astype(np.float32)
+    labels, weights = np.arange(12) % 2, rng.integers(0, 3, 12).astype(np.float32)
+    for state in (streaming.BinnedCurve.empty(5), streaming.ExactCurve.empty(20)):
+        state.update(scores, labels, sample_weight=weights)  # other sizes first
+    binned, exact = streaming.BinnedCurve.empty(13), streaming.ExactCurve.empty(37)
+    for name in ("binned", "exact"):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING), jax.log_compiles():
+            for _ in range(2):
+                if name == "binned":
+                    binned = binned.update(scores, labels, sample_weight=weights)
+                else:
+                    exact = exact.update(scores, labels, sample_weight=weights)
+        messages = [
+            r.getMessage() for r in caplog.records if r.getMessage().startswith("Compiling")
+        ]
+        assert 1 <= len(messages) <= 2, (name, messages)
+    # the counts: twice the batch's weighted positives and negatives at or above each threshold
+    at = np.asarray(binned.grid)[:, None] <= scores
+    np.testing.assert_array_equal(binned.tp, 2 * (at * weights * labels).sum(-1))
+    np.testing.assert_array_equal(binned.fp, 2 * (at * weights * (1 - labels)).sum(-1))
+    expected = skm.roc_auc_score(
+        np.tile(labels, 2), np.tile(scores, 2), sample_weight=np.tile(weights, 2)
+    )
+    np.testing.assert_allclose(exact.compute()["roc_auc"], expected, rtol=1e-6)

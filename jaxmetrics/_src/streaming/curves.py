@@ -8,20 +8,20 @@ see `streaming` for the overview.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
 from jax.typing import DTypeLike
 
-from jaxmetrics._src.core import batching
+from jaxmetrics._src.core import batching, checks
 from jaxmetrics._src.core.numerics import float_dtype, safe_divide
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.metrics import counts as counts_lib
 from jaxmetrics._src.metrics.counts import Counts
 from jaxmetrics._src.streaming.base import (
     accumulate,
+    add_counts,
     as_thresholds,
     check_batch,
     check_num_labels,
@@ -32,7 +32,6 @@ from jaxmetrics._src.streaming.base import (
     label_shape,
     merge_counts,
     per_label,
-    refuse_wrap_around,
     state_class,
     static_field,
     thresholds_as_compared,
@@ -186,10 +185,11 @@ class BinnedCurve:
 
     def _add_counts(self, counts: Counts) -> BinnedCurve:
         """Add a batch's counts at the grid, ``[T]`` (``[L, T]``: label by label)."""
-        news = _batch_class_totals(counts)
-        checked = refuse_wrap_around(self._class_totals(), news, "BinnedCurve.update")
-        add = functools.partial(BinnedCurve._add_label_counts, checked=checked)
-        return per_label(add, self, counts)
+        # the batch's totals in numpy when known (`refuse_wrap_around` reads them there)
+        known = Counts(*map(np.asarray, counts)) if checks.is_concrete(*counts) else counts
+        totals, news = self._class_totals(), _batch_class_totals(known)
+        name = "BinnedCurve.update"
+        return add_counts(self, counts, totals, news, name, BinnedCurve._add_label_counts)
 
     def _class_totals(self) -> tuple[Array, Array]:
         """The positives and negatives counted: every other count is at most one of them."""

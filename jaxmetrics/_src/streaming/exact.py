@@ -16,6 +16,7 @@ import numpy as np
 from jaxmetrics._src.core import (
     batching,
     checks,
+    kernels,
     numerics,
     options,
     sorting,
@@ -160,17 +161,7 @@ class ExactCurve:
         checked, labels, weights, invalid, _ = validation.ranking_inputs(
             scores, labels, sample_weight
         )
-        keys = _score_keys(scores, checked)
-        labels = jnp.asarray(labels)
-        # one weight per sample is every label's weight of that sample
-        weights = jnp.ones(labels.shape, self.weights.dtype) if weights is None else weights
-        weights = jnp.broadcast_to(jnp.asarray(weights), labels.shape)
-        invalid = jnp.asarray(invalid)  # [] or [L]: the labels whose batch is refused
-        size = jnp.where(invalid, 0, labels.shape[-1]).astype(jnp.int32)
-        appended = per_label(ExactCurve._append, self, keys, labels, weights, size)
-        return dataclasses.replace(
-            appended, num_bad_batches=self.num_bad_batches + invalid.astype(jnp.int32)
-        )
+        return _appended(self, _score_keys(scores, checked), labels, weights, invalid)
 
     def merge(self, other: ExactCurve) -> ExactCurve:
         """The buffer of both states' samples (overflow-checked, like `update`; label by label)."""
@@ -262,11 +253,30 @@ def _device_keys(scores: Array) -> Array:
     return jnp.stack([high, jnp.where(negative, ~low, low)], -1).astype(jnp.uint32)
 
 
+# One compiled program per eager update (operation by operation, an update compiled about 30
+# programs on a state's first use); inlined in a caller's trace.
+@kernels.sample_jit
+def _appended(
+    state: ExactCurve, keys: Array, labels: Array, weights: Array | None, invalid: Array
+) -> ExactCurve:
+    labels = jnp.asarray(labels)
+    # one weight per sample is every label's weight of that sample
+    weights = jnp.ones(labels.shape, state.weights.dtype) if weights is None else weights
+    weights = jnp.broadcast_to(jnp.asarray(weights), labels.shape)
+    invalid = jnp.asarray(invalid)  # [] or [L]: the labels whose batch is refused
+    size = jnp.where(invalid, 0, labels.shape[-1]).astype(jnp.int32)
+    appended = per_label(ExactCurve._append, state, keys, labels, weights, size)
+    return dataclasses.replace(
+        appended, num_bad_batches=state.num_bad_batches + invalid.astype(jnp.int32)
+    )
+
+
 def _score_keys(scores: ArrayLike, checked: Array) -> Array:
-    """Order keys of a batch: of the values given when concrete, else of the checked scores."""
+    """Order keys of a batch: of the values given when concrete (numpy), else of the checked
+    scores."""
     values = checks.host_values(scores)
     if values is not None:
-        return jnp.asarray(_host_keys(values))
+        return _host_keys(values)
     return _device_keys(checked)
 
 

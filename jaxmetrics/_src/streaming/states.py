@@ -54,7 +54,6 @@ This module holds `ConfusionState`, `Mean` and `Collection`; the curves are in
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from typing import Any
 
@@ -73,6 +72,7 @@ from jaxmetrics._src.metrics import rates as rates_lib
 from jaxmetrics._src.metrics.counts import Counts
 from jaxmetrics._src.streaming.base import (
     accumulate,
+    add_counts,
     add_states,
     as_thresholds,
     check_batch,
@@ -83,8 +83,6 @@ from jaxmetrics._src.streaming.base import (
     is_bad,
     label_shape,
     merge_counts,
-    per_label,
-    refuse_wrap_around,
     state_class,
     static_field,
     thresholds_as_compared,
@@ -193,9 +191,8 @@ class ConfusionState:
 
     def _add_counts(self, counts: Counts | Array) -> ConfusionState:
         """Add a batch's counts (``[L, T]`` of a multilabel state: label by label)."""
-        checked = refuse_wrap_around(self.counts, counts, "ConfusionState.update")
-        add = functools.partial(ConfusionState._add_label_counts, checked=checked)
-        return per_label(add, self, counts)
+        name, add = "ConfusionState.update", ConfusionState._add_label_counts
+        return add_counts(self, counts, self.counts, counts, name, add)
 
     def _add_label_counts(self, counts: Counts | Array, *, checked: bool) -> ConfusionState:
         bad = is_bad(counts)
@@ -330,7 +327,6 @@ class Mean:
         return {"mean": safe_divide(self.total, self.weight, math.nan)}
 
 
-
 # One compiled program per eager update (each operation was a program of its own); inlined in a
 # caller's trace.
 @kernels.sample_jit
@@ -343,6 +339,7 @@ def _mean_update(state: Mean, values: Array, weights: Array | None, invalid: Arr
         weights = jnp.broadcast_to(jnp.asarray(weights, dtype), values.shape)
     total = jnp.where(invalid, jnp.nan, (values * weights).sum())
     return Mean(state.total + total, state.weight + weights.sum())
+
 
 @state_class
 class Collection:
