@@ -822,3 +822,27 @@ def test_an_eager_update_of_a_new_state_compiles_at_most_two_programs(caplog):
         np.tile(labels, 2), np.tile(scores, 2), sample_weight=np.tile(weights, 2)
     )
     np.testing.assert_allclose(exact.compute()["roc_auc"], expected, rtol=1e-6)
+
+
+def test_an_eager_collection_update_compiles_its_counts_and_one_program_per_member(caplog):
+    # each member's columns were four eager gathers (and a copy program) per update: a new
+    # collection's update compiled about a dozen programs
+    rng = np.random.default_rng(13)
+    scores = rng.random(12).astype(np.float32)
+    labels, weights = np.arange(12) % 2, rng.integers(0, 3, 12)
+    members = {
+        "curve": streaming.BinnedCurve.empty(17),
+        "at": streaming.ConfusionState.empty(thresholds=[0.25, 0.65, 0.85]),
+    }
+    # other sizes first: what a process compiles once (its probe of the compiler's options)
+    streaming.Collection({"c": streaming.BinnedCurve.empty(5)}).update(scores[:7], labels[:7])
+    collection = streaming.Collection(members)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING), jax.log_compiles():
+        collection = collection.update(scores, labels, sample_weight=weights)
+    messages = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Compiling")]
+    assert len(messages) <= 3, messages  # the counts at the union grid, one sum per member
+    for name, member in members.items():  # as each member updated alone
+        alone = member.update(scores, labels, sample_weight=weights)
+        for ours, theirs in zip(jax.tree.leaves(collection.states[name]), jax.tree.leaves(alone)):
+            np.testing.assert_array_equal(ours, theirs)

@@ -405,8 +405,12 @@ class Collection:
             union = np.unique(np.concatenate(grids))
             grid = thresholds_as_compared(tuple(union.tolist()), scores)
             counts = counts_lib.confusion_counts(scores, labels, grid, sample_weight=sample_weight)
+            # each member's columns: in numpy when known (four eager gathers per member were
+            # most of an update's time), else gathered in the caller's trace
+            xp = checks.array_namespace(*counts)
+            counts = Counts(*(xp.asarray(c) for c in counts))
             for (name, state), own in zip(thresholded.items(), grids):
-                index = jnp.asarray(np.searchsorted(union, own))
+                index = np.searchsorted(union, own)
                 updated[name] = state._add_counts(Counts(*(c[..., index] for c in counts)))
         for name, state in self.states.items():
             if name not in thresholded:
