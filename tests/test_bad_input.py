@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import logging
 import re
 from collections.abc import Callable
 from typing import Any
@@ -582,3 +583,21 @@ def test_every_number_option_refuses_bools_and_strings():
             else:
                 failures.append(f"{case_id}({option}={bad!r}) was accepted")
     assert not failures, "\n".join(failures)
+
+
+# A first eager call on new shapes compiles at most this many programs: its checks run in numpy,
+# its arithmetic in one program, beside a ranking metric's own (or, for the bootstrap, the
+# estimate, the loop and its summary). Written operation by operation, a call compiled one
+# program per operation (6-28 for some, and as many dispatches on every call).
+FIRST_CALL_PROGRAMS = 3
+
+
+@pytest.mark.parametrize("case_id", sorted(c for c, case in CASES.items() if case.batched))
+def test_a_first_eager_call_on_new_shapes_compiles_few_programs(caplog, case_id):
+    case = CASES[case_id]
+    jax.block_until_ready(case.call(*_inputs(case, 3)))  # what a process compiles once
+    caplog.clear()
+    with caplog.at_level(logging.WARNING), jax.log_compiles():
+        jax.block_until_ready(case.call(*_inputs(case, 5)))  # a batch of a new size
+    messages = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Compiling")]
+    assert len(messages) <= FIRST_CALL_PROGRAMS, [m.split(" with ")[0] for m in messages]

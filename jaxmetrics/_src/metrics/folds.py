@@ -8,12 +8,15 @@ instead of a conventional value.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 
-from jaxmetrics._src.core import batching
+from jaxmetrics._src.core import batching, kernels
 from jaxmetrics._src.core.typing import Array
 from jaxmetrics._src.metrics.counts import Counts
 
@@ -70,7 +73,10 @@ def over_folds(
       Forman & Scholz (2010), "Apples-to-apples in cross-validation studies: pitfalls in
       classifier performance measurement", ACM SIGKDD Explorations 12(1):49-57.
     """
-    counts = Counts(*(jnp.asarray(c) for c in counts))
+    # arrays as they are (jnp.asarray compiled a copy program per shape); Python numbers through
+    # jnp.asarray (too large for int32: OverflowError)
+    kept = (jax.Array, np.ndarray, np.generic)
+    counts = Counts(*(c if isinstance(c, kept) else jnp.asarray(c) for c in counts))
     ndim = counts.tp.ndim
     if not -ndim <= fold_axis < ndim:
         raise ValueError(
@@ -85,8 +91,15 @@ def over_folds(
         )
     if not pooled:
         return jnp.mean(rate(counts, **options), axis=fold_axis)
+    return rate(_pooled(counts, fold_axis=fold_axis), **options)
+
+
+# The folds' counts added up (a fold holding the -1 marker marks the total), in one compiled
+# program per eager call (each operation was a program of its own); inlined in a caller's trace.
+@functools.partial(kernels.sample_jit, static_argnames=("fold_axis",))
+def _pooled(counts: Counts, *, fold_axis: int) -> Counts:
     marked = jnp.any(
         (counts.tp < 0) | (counts.fp < 0) | (counts.fn < 0) | (counts.tn < 0), axis=fold_axis
     )
     total = Counts(*(c.sum(axis=fold_axis) for c in counts))
-    return rate(batching.nan_where(marked, total), **options)
+    return batching.nan_where(marked, total)
