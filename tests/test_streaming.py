@@ -846,3 +846,21 @@ def test_an_eager_collection_update_compiles_its_counts_and_one_program_per_memb
         alone = member.update(scores, labels, sample_weight=weights)
         for ours, theirs in zip(jax.tree.leaves(collection.states[name]), jax.tree.leaves(alone)):
             np.testing.assert_array_equal(ours, theirs)
+
+
+def test_creating_states_of_new_sizes_compiles_nothing(caplog):
+    # each `jnp.zeros` of a new shape was a program of its own (4-8 on a state's first use)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING), jax.log_compiles():
+        states = [
+            streaming.BinnedCurve.empty(23, num_labels=3),
+            streaming.ConfusionState.empty(thresholds=[0.1, 0.2, 0.3, 0.4, 0.6], num_labels=2),
+            streaming.ConfusionState.empty(num_classes=7),
+            streaming.ExactCurve.empty(43),
+            streaming.Mean.empty(),
+        ]
+    messages = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Compiling")]
+    assert messages == []
+    for state in states:  # empty, as before: every count zero, no bad batch
+        for leaf in jax.tree.leaves(state):
+            assert not np.asarray(leaf).any() or leaf.dtype == np.uint32  # (ExactCurve's keys)

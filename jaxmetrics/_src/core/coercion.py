@@ -88,12 +88,13 @@ def device_arrays(dtype: Any, *values: Any) -> tuple[Array, ...]:
     return tuple(to_device(cast(value, dtype)) for value in values)
 
 
-def ones(shape: tuple[int, ...], dtype: Any) -> Array:
-    """Ones of `shape`: made by numpy and copied outside any trace (`jnp.ones` compiles a
-    program per shape), a broadcast inside one (no constant of that size in the program)."""
+def full(shape: tuple[int, ...], value: Any, dtype: Any) -> Array:
+    """`value` everywhere in `shape`: made by numpy and copied outside any trace (`jnp.full`
+    and `jnp.zeros` compile a program per shape), a broadcast inside one (no constant of that
+    size in the program)."""
     if kernels.trace_state_clean():
-        return to_device(np.ones(shape, dtype))
-    return jnp.ones(shape, dtype)
+        return to_device(np.full(shape, value, dtype))
+    return jnp.full(shape, value, dtype)
 
 
 def as_scores(

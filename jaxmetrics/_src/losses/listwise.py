@@ -45,7 +45,7 @@ def _query_inputs(
     )
     dtype = scores.dtype
     if mask is None:
-        mask = coercion.ones(relevance.shape, dtype)
+        mask = coercion.full(relevance.shape, 1, dtype)
     else:
         invalid = invalid | checks.check(mask, "sample_weight", checks.ITEM_MASK)
     invalid = checks.array_namespace(invalid).broadcast_to(invalid, batch_shape)

@@ -56,7 +56,7 @@ def loss_inputs(
     )
     dtype = predictions.dtype
     if weights is None:
-        weights = coercion.ones(labels.shape, dtype)
+        weights = coercion.full(labels.shape, 1, dtype)
     else:
         invalid = invalid | checks.check_weights(weights)
     invalid = checks.array_namespace(invalid).broadcast_to(invalid, batch_shape)

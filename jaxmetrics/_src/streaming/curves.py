@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import DTypeLike
 
-from jaxmetrics._src.core import batching, checks
+from jaxmetrics._src.core import batching, checks, coercion
 from jaxmetrics._src.core.numerics import float_dtype, safe_divide
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.metrics import counts as counts_lib
@@ -153,13 +153,13 @@ class BinnedCurve:
         dtype = default_count_dtype() if dtype is None else dtype
         num_labels = check_num_labels(num_labels)
         per_label_shape = label_shape(num_labels)
-        zeros = jnp.zeros((*per_label_shape, grid.size), dtype)
+        zeros = coercion.full((*per_label_shape, grid.size), 0, dtype)
         return cls(
             zeros,
             zeros,
-            jnp.zeros(per_label_shape, dtype),
-            jnp.zeros(per_label_shape, dtype),
-            jnp.zeros(per_label_shape, jnp.int32),
+            coercion.full(per_label_shape, 0, dtype),
+            coercion.full(per_label_shape, 0, dtype),
+            coercion.full(per_label_shape, 0, jnp.int32),
             tuple(grid.astype(np.float64).tolist()),
             num_labels,
         )

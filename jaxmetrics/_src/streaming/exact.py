@@ -16,6 +16,7 @@ import numpy as np
 from jaxmetrics._src.core import (
     batching,
     checks,
+    coercion,
     kernels,
     numerics,
     options,
@@ -105,12 +106,12 @@ class ExactCurve:
         buffer_shape = (*per_label_shape, capacity)
         dtype = numerics.float_dtype()
         return cls(
-            jnp.asarray(np.broadcast_to(_host_keys(np.zeros(1)), (*buffer_shape, 2))),
-            jnp.zeros(buffer_shape, jnp.int32),
-            jnp.zeros(buffer_shape, dtype),
-            jnp.zeros(per_label_shape, jnp.int32),
-            jnp.zeros(per_label_shape, bool),
-            jnp.zeros(per_label_shape, jnp.int32),
+            coercion.to_device(np.broadcast_to(_host_keys(np.zeros(1)), (*buffer_shape, 2))),
+            coercion.full(buffer_shape, 0, jnp.int32),
+            coercion.full(buffer_shape, 0, dtype),
+            coercion.full(per_label_shape, 0, jnp.int32),
+            coercion.full(per_label_shape, False, bool),
+            coercion.full(per_label_shape, 0, jnp.int32),
             num_labels,
         )
 

@@ -181,12 +181,12 @@ class ConfusionState:
                     f"num_labels={num_labels!r} with num_classes={num_classes!r}."
                 )
             num_classes = check_count(num_classes, "num_classes", minimum=2)
-            matrix = jnp.zeros((num_classes, num_classes), dtype)
-            return cls(matrix, jnp.zeros((), jnp.int32), None, num_classes)
+            matrix = coercion.full((num_classes, num_classes), 0, dtype)
+            return cls(matrix, coercion.full((), 0, jnp.int32), None, num_classes)
         num_labels = check_num_labels(num_labels)
         grid = tuple(as_thresholds(thresholds).tolist())
-        zeros = jnp.zeros((*label_shape(num_labels), len(grid)), dtype)
-        no_bad_batches = jnp.zeros(label_shape(num_labels), jnp.int32)
+        zeros = coercion.full((*label_shape(num_labels), len(grid)), 0, dtype)
+        no_bad_batches = coercion.full(label_shape(num_labels), 0, jnp.int32)
         return cls(Counts(zeros, zeros, zeros, zeros), no_bad_batches, grid, None, num_labels)
 
     def _add_counts(self, counts: Counts | Array) -> ConfusionState:
@@ -304,7 +304,7 @@ class Mean:
     def empty(cls) -> Mean:
         """A mean of nothing yet."""
         dtype = float_dtype()
-        return cls(jnp.zeros((), dtype), jnp.zeros((), dtype))
+        return cls(coercion.full((), 0, dtype), coercion.full((), 0, dtype))
 
     def update(self, values: ArrayLike, *, sample_weight: ArrayLike | None = None) -> Mean:
         """Add values of any shape, with optional weights broadcasting against them."""
