@@ -82,8 +82,17 @@ def cast(value: Any, dtype: Any) -> Any:
     return jnp.asarray(value).astype(dtype)
 
 
+def as_given(value: Any) -> Any:
+    """An array as it is (a compiled program takes a numpy one without the copy program that
+    `jnp.asarray` compiles per shape); a Python number or list through `jnp.asarray` (one too
+    large for int32 raises `OverflowError`)."""
+    if isinstance(value, jax.Array | np.ndarray | np.generic):
+        return value
+    return jnp.asarray(value)
+
+
 def device_arrays(dtype: Any, *values: Any) -> tuple[Array, ...]:
-    """Each value as a JAX array of `dtype`: numpy ones cast in numpy and copied without a
+    """Each value as a JAX array of `dtype`: numpy arrays cast in numpy and copied without a
     compiled program (`cast`, `to_device`)."""
     return tuple(to_device(cast(value, dtype)) for value in values)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import math
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -73,11 +72,7 @@ def matthews_corrcoef(
       and Chemistry 28:367-374.
     """
     if isinstance(counts_or_matrix, Counts):
-        # numpy as it is (jnp.asarray of a strided view compiled a copy program of its own);
-        # Python numbers through jnp.asarray (too large for int32: OverflowError, as before)
-        kept = (jax.Array, np.ndarray, np.generic)
-        counts = Counts(*(x if isinstance(x, kept) else jnp.asarray(x) for x in counts_or_matrix))
-        return _mcc_of_counts(counts, zero_division)
+        return _mcc_of_counts(Counts(*map(coercion.as_given, counts_or_matrix)), zero_division)
     matrix = coercion.as_real_array(counts_or_matrix, "counts_or_matrix", min_ndim=2)
     if matrix.shape[-1] != matrix.shape[-2]:
         raise ValueError(

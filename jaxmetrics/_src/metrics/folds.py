@@ -12,11 +12,9 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-import jax
 import jax.numpy as jnp
-import numpy as np
 
-from jaxmetrics._src.core import batching, kernels
+from jaxmetrics._src.core import batching, coercion, kernels
 from jaxmetrics._src.core.typing import Array
 from jaxmetrics._src.metrics.counts import Counts
 
@@ -73,10 +71,7 @@ def over_folds(
       Forman & Scholz (2010), "Apples-to-apples in cross-validation studies: pitfalls in
       classifier performance measurement", ACM SIGKDD Explorations 12(1):49-57.
     """
-    # arrays as they are (jnp.asarray compiled a copy program per shape); Python numbers through
-    # jnp.asarray (too large for int32: OverflowError)
-    kept = (jax.Array, np.ndarray, np.generic)
-    counts = Counts(*(c if isinstance(c, kept) else jnp.asarray(c) for c in counts))
+    counts = Counts(*map(coercion.as_given, counts))
     ndim = counts.tp.ndim
     if not -ndim <= fold_axis < ndim:
         raise ValueError(

@@ -118,13 +118,21 @@ def refuse_wrap_around(totals: Any, news: Any, name: str) -> bool:
 
 
 def add_counts(
-    state: Any, counts: Any, totals: Any, news: Any, name: str, add_label: Callable[..., Any]
+    state: Any,
+    counts: Any,
+    totals: Any,
+    name: str,
+    add_label: Callable[..., Any],
+    news: Callable[[Any], Any] = lambda counts: counts,
 ) -> Any:
     """``add_label(state, counts, checked=...)`` of each label, after `refuse_wrap_around` of the
-    state's `totals` and the batch's `news` (`name` in its error): the sums in one compiled
-    program per eager update (operation by operation they were 5-15 programs to compile on a
-    state's first use, and as many dispatches per update)."""
-    checked = refuse_wrap_around(totals, news, name)
+    state's `totals` and the batch's ``news(counts)`` (`name` in its error; known counts are
+    read in numpy, no JAX op): the sums in one compiled program per eager update (operation by
+    operation they were 5-15 programs to compile on a state's first use, and as many
+    dispatches per update)."""
+    leaves = jax.tree_util.tree_leaves(counts)
+    known = jax.tree_util.tree_map(np.asarray, counts) if checks.is_concrete(*leaves) else counts
+    checked = refuse_wrap_around(totals, news(known), name)
     return _added(state, counts, add_label=add_label, checked=checked)
 
 

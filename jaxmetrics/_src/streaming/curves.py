@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import DTypeLike
 
-from jaxmetrics._src.core import batching, checks, coercion
+from jaxmetrics._src.core import batching, coercion
 from jaxmetrics._src.core.numerics import float_dtype, safe_divide
 from jaxmetrics._src.core.typing import Array, ArrayLike
 from jaxmetrics._src.metrics import counts as counts_lib
@@ -185,11 +185,8 @@ class BinnedCurve:
 
     def _add_counts(self, counts: Counts) -> BinnedCurve:
         """Add a batch's counts at the grid, ``[T]`` (``[L, T]``: label by label)."""
-        # the batch's totals in numpy when known (`refuse_wrap_around` reads them there)
-        known = Counts(*map(np.asarray, counts)) if checks.is_concrete(*counts) else counts
-        totals, news = self._class_totals(), _batch_class_totals(known)
-        name = "BinnedCurve.update"
-        return add_counts(self, counts, totals, news, name, BinnedCurve._add_label_counts)
+        name, add = "BinnedCurve.update", BinnedCurve._add_label_counts
+        return add_counts(self, counts, self._class_totals(), name, add, _batch_class_totals)
 
     def _class_totals(self) -> tuple[Array, Array]:
         """The positives and negatives counted: every other count is at most one of them."""

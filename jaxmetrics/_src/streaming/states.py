@@ -192,7 +192,7 @@ class ConfusionState:
     def _add_counts(self, counts: Counts | Array) -> ConfusionState:
         """Add a batch's counts (``[L, T]`` of a multilabel state: label by label)."""
         name, add = "ConfusionState.update", ConfusionState._add_label_counts
-        return add_counts(self, counts, self.counts, counts, name, add)
+        return add_counts(self, counts, self.counts, name, add)
 
     def _add_label_counts(self, counts: Counts | Array, *, checked: bool) -> ConfusionState:
         bad = is_bad(counts)
